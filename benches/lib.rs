@@ -1,0 +1,1 @@
+//! Host package for ka's criterion benchmarks (`cargo bench -p ka-benches`).

@@ -1,0 +1,2 @@
+//! ka-codec placeholder
+#![no_std]
