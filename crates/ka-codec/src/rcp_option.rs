@@ -1,0 +1,1 @@
+//! rcp_option (being written)

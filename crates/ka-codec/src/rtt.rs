@@ -1,0 +1,1 @@
+//! rtt (being written)

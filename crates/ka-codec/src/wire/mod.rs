@@ -1,0 +1,1 @@
+//! IP/TCP header views (being written)
