@@ -1,1 +1,275 @@
-//! options (being written)
+//! The KA TCP options (DESIGN §3.3): RFC 6994 experimental option, kind 253,
+//! 16-bit ExID `0x4B41` ("KA").
+//!
+//! * **KA-Permitted** `253, 4, 0x4B, 0x41` — in SYN and SYN-ACK only; KA is on
+//!   for a connection only if both carry it.
+//! * **KA-Rate** `253, 6, 0x4B, 0x41, code, count` — on ACKs from a KA
+//!   receiver: `code` = L/8 of the latest leading fragment (3…185), `count` a
+//!   wrapping counter of leading fragments received.
+//!
+//! The parsers take exactly one option, starting at its kind byte (a TCP option
+//! walker hands over `kind, len, …` with `len` bytes in total). They never
+//! panic. A kind-253 option with a different ExID is [`OptionError::UnknownExId`]:
+//! another experiment's option, which a walker skips.
+
+use core::fmt;
+
+use crate::scale::Code;
+
+/// TCP option kind for RFC 6994 experiments (RFC 4727).
+pub const KIND_EXPERIMENTAL: u8 = 253;
+/// The KA experiment identifier ("KA").
+pub const KA_EXID: u16 = 0x4B41;
+/// Smallest valid KA-Rate `code` byte (L = 24).
+pub const MIN_RATE_CODE: u8 = 3;
+/// Largest valid KA-Rate `code` byte (L = 1480).
+pub const MAX_RATE_CODE: u8 = 185;
+
+const EXID_BYTES: [u8; 2] = KA_EXID.to_be_bytes();
+
+/// Why a KA option could not be parsed or emitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OptionError {
+    /// The slice ends before the option does (no kind/length byte, or fewer
+    /// bytes than the length byte announces).
+    Truncated,
+    /// The kind byte is not 253.
+    WrongKind(u8),
+    /// The length byte is impossible for a KA option (below 4, or not 4/6 for
+    /// the KA ExID).
+    BadLength(u8),
+    /// The slice holds more bytes than the length byte announces.
+    TrailingBytes {
+        /// The option's length byte.
+        declared: u8,
+        /// The slice length handed in.
+        actual: usize,
+    },
+    /// A kind-253 option of another experiment (not an error for a walker:
+    /// skip it).
+    UnknownExId(u16),
+    /// A KA-Rate `code` outside `3..=185`.
+    CodeOutOfRange(u8),
+    /// The output buffer is smaller than the option.
+    BufferTooSmall {
+        /// Bytes the option needs.
+        needed: usize,
+        /// Bytes the buffer has.
+        available: usize,
+    },
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            OptionError::Truncated => f.write_str("KA option truncated"),
+            OptionError::WrongKind(k) => write!(f, "TCP option kind {k} is not 253 (experimental)"),
+            OptionError::BadLength(l) => write!(f, "bad KA option length {l} (expected 4 or 6)"),
+            OptionError::TrailingBytes { declared, actual } => {
+                write!(
+                    f,
+                    "option length byte says {declared} but {actual} bytes were given"
+                )
+            }
+            OptionError::UnknownExId(id) => {
+                write!(f, "experimental option with unknown ExID {id:#06x}")
+            }
+            OptionError::CodeOutOfRange(c) => {
+                write!(
+                    f,
+                    "KA-Rate code {c} outside {MIN_RATE_CODE}..={MAX_RATE_CODE}"
+                )
+            }
+            OptionError::BufferTooSmall { needed, available } => {
+                write!(
+                    f,
+                    "buffer too small for KA option: need {needed} bytes, have {available}"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for OptionError {}
+
+/// KA-Permitted: `253, 4, 0x4B, 0x41` (SYN and SYN-ACK only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct KaPermitted;
+
+impl KaPermitted {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 4;
+    /// The encoded option.
+    pub const BYTES: [u8; 4] = [KIND_EXPERIMENTAL, 4, EXID_BYTES[0], EXID_BYTES[1]];
+
+    /// Parses one whole option; anything but KA-Permitted is an error.
+    pub fn parse(opt: &[u8]) -> Result<KaPermitted, OptionError> {
+        match KaOption::parse(opt)? {
+            KaOption::Permitted => Ok(KaPermitted),
+            KaOption::Rate(_) => Err(OptionError::BadLength(KaRate::LEN as u8)),
+        }
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written (4).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        write_out(&Self::BYTES, buf)
+    }
+}
+
+/// KA-Rate: `253, 6, 0x4B, 0x41, code, count` (ACKs from a KA receiver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KaRate {
+    /// L/8 of the most recent leading fragment received (`3..=185`).
+    pub code: u8,
+    /// Wrapping count of leading fragments received on the connection; a
+    /// change tells the sender the signal is fresh.
+    pub count: u8,
+}
+
+impl KaRate {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 6;
+
+    /// A KA-Rate option for a rate code of the paper's scale.
+    #[inline]
+    pub const fn new(code: Code, count: u8) -> KaRate {
+        KaRate {
+            code: code.wire(),
+            count,
+        }
+    }
+
+    /// The rate code, if `code` is in `3..=185`.
+    #[inline]
+    pub const fn rate_code(&self) -> Option<Code> {
+        Code::from_wire(self.code)
+    }
+
+    /// Parses one whole option; anything but a valid KA-Rate is an error.
+    pub fn parse(opt: &[u8]) -> Result<KaRate, OptionError> {
+        match KaOption::parse(opt)? {
+            KaOption::Rate(r) => Ok(r),
+            KaOption::Permitted => Err(OptionError::BadLength(KaPermitted::LEN as u8)),
+        }
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written (6).
+    /// Refuses a `code` outside `3..=185`.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        check_code(self.code)?;
+        let bytes = [
+            KIND_EXPERIMENTAL,
+            Self::LEN as u8,
+            EXID_BYTES[0],
+            EXID_BYTES[1],
+            self.code,
+            self.count,
+        ];
+        write_out(&bytes, buf)
+    }
+}
+
+/// Either KA option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KaOption {
+    /// KA-Permitted.
+    Permitted,
+    /// KA-Rate.
+    Rate(KaRate),
+}
+
+impl KaOption {
+    /// Parses one whole option, `opt` starting at its kind byte and exactly
+    /// `len` bytes long.
+    ///
+    /// Checks, in order: kind 253, length byte ≥ 4 and equal to the slice
+    /// length, ExID `0x4B41` (else [`OptionError::UnknownExId`]), length 4
+    /// or 6, and for KA-Rate the code range.
+    pub fn parse(opt: &[u8]) -> Result<KaOption, OptionError> {
+        let (&kind, rest) = opt.split_first().ok_or(OptionError::Truncated)?;
+        if kind != KIND_EXPERIMENTAL {
+            return Err(OptionError::WrongKind(kind));
+        }
+        let &len = rest.first().ok_or(OptionError::Truncated)?;
+        if len < 4 {
+            return Err(OptionError::BadLength(len));
+        }
+        let declared = usize::from(len);
+        if opt.len() < declared {
+            return Err(OptionError::Truncated);
+        }
+        if opt.len() > declared {
+            return Err(OptionError::TrailingBytes {
+                declared: len,
+                actual: opt.len(),
+            });
+        }
+        match *opt {
+            [_, _, hi, lo, ref body @ ..] => {
+                let exid = u16::from_be_bytes([hi, lo]);
+                if exid != KA_EXID {
+                    return Err(OptionError::UnknownExId(exid));
+                }
+                match *body {
+                    [] => Ok(KaOption::Permitted),
+                    [code, count] => {
+                        check_code(code)?;
+                        Ok(KaOption::Rate(KaRate { code, count }))
+                    }
+                    _ => Err(OptionError::BadLength(len)),
+                }
+            }
+            // Unreachable: opt.len() == len ≥ 4.
+            _ => Err(OptionError::Truncated),
+        }
+    }
+
+    /// Encoded length in bytes (4 or 6).
+    #[inline]
+    pub const fn wire_len(&self) -> usize {
+        match self {
+            KaOption::Permitted => KaPermitted::LEN,
+            KaOption::Rate(_) => KaRate::LEN,
+        }
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        match self {
+            KaOption::Permitted => KaPermitted.emit(buf),
+            KaOption::Rate(r) => r.emit(buf),
+        }
+    }
+}
+
+impl From<KaRate> for KaOption {
+    fn from(r: KaRate) -> Self {
+        KaOption::Rate(r)
+    }
+}
+
+impl From<KaPermitted> for KaOption {
+    fn from(_: KaPermitted) -> Self {
+        KaOption::Permitted
+    }
+}
+
+fn check_code(code: u8) -> Result<(), OptionError> {
+    if (MIN_RATE_CODE..=MAX_RATE_CODE).contains(&code) {
+        Ok(())
+    } else {
+        Err(OptionError::CodeOutOfRange(code))
+    }
+}
+
+fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, OptionError> {
+    let available = buf.len();
+    let dst = buf
+        .get_mut(..bytes.len())
+        .ok_or(OptionError::BufferTooSmall {
+            needed: bytes.len(),
+            available,
+        })?;
+    dst.copy_from_slice(bytes);
+    Ok(bytes.len())
+}

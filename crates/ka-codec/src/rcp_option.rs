@@ -1,1 +1,189 @@
-//! rcp_option (being written)
+//! The native-RCP carrier (DESIGN §3.4; baseline only, not part of KA).
+//!
+//! For the native-RCP baseline the rate travels in an IPv4 option, RFC 4727
+//! experimental type 30 (copy flag 0, class 0, number 30), 8 bytes:
+//!
+//! ```text
+//! 30, 8, rate (u32 BE, bytes/s), rtt (u16 BE, ms)
+//! ```
+//!
+//! Each router lowers `rate` to its own rate if that is smaller, so the path
+//! minimum arrives. [`find_in`] and [`lower_in_place`] walk a whole IPv4
+//! options area (the bytes between the 20-byte fixed header and `IHL·4`);
+//! after [`lower_in_place`] changed a packet the caller must refresh the IPv4
+//! header checksum. Nothing here panics or loops forever on any input: every
+//! step of the walk advances by at least one byte.
+
+use core::fmt;
+
+/// IPv4 option type of the RCP carrier (RFC 4727 experiment, not copied).
+pub const OPTION_TYPE: u8 = 30;
+/// IPv4 "end of option list".
+pub const OPT_EOL: u8 = 0;
+/// IPv4 "no operation".
+pub const OPT_NOP: u8 = 1;
+
+/// Why an RCP option or an options area could not be parsed or emitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RcpError {
+    /// The slice ends before the option does (missing type/length byte, or
+    /// fewer bytes than the length byte announces).
+    Truncated,
+    /// The option type is not 30.
+    WrongType(u8),
+    /// The length byte is not 8 (for the RCP option) or below 2 (for any
+    /// option in an options area, which would make the walk stall).
+    BadLength(u8),
+    /// The slice holds more bytes than the length byte announces.
+    TrailingBytes {
+        /// The option's length byte.
+        declared: u8,
+        /// The slice length handed in.
+        actual: usize,
+    },
+    /// The options area has no RCP option ([`lower_in_place`] only).
+    NotFound,
+    /// The output buffer is smaller than 8 bytes.
+    BufferTooSmall {
+        /// Bytes the buffer has.
+        available: usize,
+    },
+}
+
+impl fmt::Display for RcpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            RcpError::Truncated => f.write_str("IPv4 option truncated"),
+            RcpError::WrongType(t) => write!(f, "IPv4 option type {t} is not the RCP option (30)"),
+            RcpError::BadLength(l) => write!(f, "bad IPv4 option length {l}"),
+            RcpError::TrailingBytes { declared, actual } => {
+                write!(
+                    f,
+                    "option length byte says {declared} but {actual} bytes were given"
+                )
+            }
+            RcpError::NotFound => f.write_str("no RCP option in the IPv4 options"),
+            RcpError::BufferTooSmall { available } => {
+                write!(
+                    f,
+                    "buffer too small for RCP option: need 8 bytes, have {available}"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for RcpError {}
+
+/// The RCP rate option: the path's rate so far and the sender's RTT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RcpOption {
+    /// Rate in bytes per second, lowered hop by hop to the path minimum.
+    pub rate_bytes_per_sec: u32,
+    /// The sender's RTT in milliseconds.
+    pub rtt_ms: u16,
+}
+
+impl RcpOption {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 8;
+
+    /// Parses one whole option (`opt` starts at the type byte and is exactly
+    /// 8 bytes long).
+    pub fn parse(opt: &[u8]) -> Result<RcpOption, RcpError> {
+        let (&ty, rest) = opt.split_first().ok_or(RcpError::Truncated)?;
+        if ty != OPTION_TYPE {
+            return Err(RcpError::WrongType(ty));
+        }
+        let &len = rest.first().ok_or(RcpError::Truncated)?;
+        if usize::from(len) != Self::LEN {
+            return Err(RcpError::BadLength(len));
+        }
+        match *opt {
+            [_, _, r0, r1, r2, r3, t0, t1] => Ok(RcpOption {
+                rate_bytes_per_sec: u32::from_be_bytes([r0, r1, r2, r3]),
+                rtt_ms: u16::from_be_bytes([t0, t1]),
+            }),
+            _ if opt.len() < Self::LEN => Err(RcpError::Truncated),
+            _ => Err(RcpError::TrailingBytes {
+                declared: len,
+                actual: opt.len(),
+            }),
+        }
+    }
+
+    /// The encoded option.
+    pub const fn to_bytes(&self) -> [u8; 8] {
+        let r = self.rate_bytes_per_sec.to_be_bytes();
+        let t = self.rtt_ms.to_be_bytes();
+        [
+            OPTION_TYPE,
+            Self::LEN as u8,
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            t[0],
+            t[1],
+        ]
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written (8).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, RcpError> {
+        let available = buf.len();
+        let dst = buf
+            .get_mut(..Self::LEN)
+            .ok_or(RcpError::BufferTooSmall { available })?;
+        dst.copy_from_slice(&self.to_bytes());
+        Ok(Self::LEN)
+    }
+}
+
+/// Finds the first RCP option in an IPv4 options area.
+///
+/// Returns its byte offset within `options` and its value, `Ok(None)` if the
+/// area (up to an EOL or its end) has none. Errors if the area is malformed
+/// before an RCP option is found (an option running past the end, a length
+/// byte below 2), or if the RCP option itself is malformed.
+pub fn find_in(options: &[u8]) -> Result<Option<(usize, RcpOption)>, RcpError> {
+    let mut at = 0;
+    while let Some((&ty, rest)) = options.get(at..).and_then(<[u8]>::split_first) {
+        match ty {
+            OPT_EOL => break,
+            OPT_NOP => at += 1,
+            _ => {
+                let &len = rest.first().ok_or(RcpError::Truncated)?;
+                if len < 2 {
+                    return Err(RcpError::BadLength(len));
+                }
+                let end = at + usize::from(len);
+                let opt = options.get(at..end).ok_or(RcpError::Truncated)?;
+                if ty == OPTION_TYPE {
+                    return RcpOption::parse(opt).map(|o| Some((at, o)));
+                }
+                at = end;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Lowers the rate of the RCP option in `options` to `my_rate_bytes_per_sec`
+/// if that is smaller. Returns whether the packet changed (if so, the caller
+/// must recompute the IPv4 header checksum).
+///
+/// [`RcpError::NotFound`] if there is no RCP option; other errors as
+/// [`find_in`].
+pub fn lower_in_place(options: &mut [u8], my_rate_bytes_per_sec: u32) -> Result<bool, RcpError> {
+    let (at, opt) = find_in(options)?.ok_or(RcpError::NotFound)?;
+    if my_rate_bytes_per_sec >= opt.rate_bytes_per_sec {
+        return Ok(false);
+    }
+    let lowered = RcpOption {
+        rate_bytes_per_sec: my_rate_bytes_per_sec,
+        ..opt
+    };
+    let dst = options.get_mut(at..).ok_or(RcpError::Truncated)?;
+    lowered.emit(dst)?;
+    Ok(true)
+}

@@ -1,1 +1,145 @@
-//! IP/TCP header views (being written)
+//! The one IP/TCP header module shared by the router, the endpoint and the
+//! simulator.
+//!
+//! Written in the style of smoltcp's `wire`: every header has a zero-copy
+//! *view* (`Ipv4Packet<T>`, `Ipv6Packet<T>`, `TcpPacket<T>`) over any buffer
+//! `T: AsRef<[u8]>` (plus `AsMut<[u8]>` for the setters), and where a
+//! high-level form helps, a plain-data *representation* (`Ipv4Repr`,
+//! `TcpRepr`) with `parse` and `emit`.
+//!
+//! Rules that hold for every function here:
+//!
+//! * No allocation, no `std`.
+//! * No panics on any input. A view is only built by `new_checked`, which
+//!   validates every length the accessors later rely on; `new_unchecked`
+//!   views still never panic (accessors on a short buffer return zeroes or
+//!   empty slices), they just may return meaningless values.
+//! * Lengths are in bytes; fragment offsets are in bytes (the wire field
+//!   times 8).
+
+pub mod checksum;
+pub mod ipv4;
+pub mod ipv6;
+pub mod tcp;
+
+use core::fmt;
+
+/// Why a packet or header could not be parsed or emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireError {
+    /// The buffer ends before the header (or the length it announces) does.
+    Truncated,
+    /// The IP version nibble is not the one this view handles.
+    BadVersion,
+    /// A header-length field is below the minimum or points past the buffer.
+    BadHeaderLen,
+    /// A total/payload-length field is inconsistent with the header or buffer.
+    BadTotalLen,
+    /// A checksum did not verify.
+    BadChecksum,
+    /// An options area is malformed (length byte 0 or 1, or runs past the end).
+    BadOption,
+    /// The output buffer is too small for what is to be written.
+    BufferTooSmall,
+    /// Valid but not handled here (e.g. too many IPv6 extension headers).
+    Unsupported,
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            WireError::Truncated => "packet truncated",
+            WireError::BadVersion => "wrong IP version",
+            WireError::BadHeaderLen => "bad header length",
+            WireError::BadTotalLen => "bad total/payload length",
+            WireError::BadChecksum => "bad checksum",
+            WireError::BadOption => "malformed options",
+            WireError::BufferTooSmall => "output buffer too small",
+            WireError::Unsupported => "unsupported header layout",
+        };
+        f.write_str(s)
+    }
+}
+
+impl core::error::Error for WireError {}
+
+/// The IP version of a packet: the high nibble of its first byte, or `None`
+/// for an empty buffer.
+#[inline]
+pub fn ip_version(packet: &[u8]) -> Option<u8> {
+    packet.first().map(|b| b >> 4)
+}
+
+/// Reads a big-endian `u16` at `at`, or 0 if the buffer is too short.
+#[inline]
+pub(crate) fn be16(buf: &[u8], at: usize) -> u16 {
+    match buf.get(at..at.wrapping_add(2)) {
+        Some(&[a, b]) => u16::from_be_bytes([a, b]),
+        _ => 0,
+    }
+}
+
+/// Reads a big-endian `u32` at `at`, or 0 if the buffer is too short.
+#[inline]
+pub(crate) fn be32(buf: &[u8], at: usize) -> u32 {
+    match buf.get(at..at.wrapping_add(4)) {
+        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+/// Reads one byte at `at`, or 0 if the buffer is too short.
+#[inline]
+pub(crate) fn byte(buf: &[u8], at: usize) -> u8 {
+    buf.get(at).copied().unwrap_or(0)
+}
+
+/// Writes a big-endian `u16` at `at`; silently does nothing if it would not fit
+/// (views only call setters on validated buffers).
+#[inline]
+pub(crate) fn put16(buf: &mut [u8], at: usize, v: u16) {
+    if let Some(dst) = buf.get_mut(at..at.wrapping_add(2)) {
+        dst.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// Writes a big-endian `u32` at `at`; does nothing if it would not fit.
+#[inline]
+pub(crate) fn put32(buf: &mut [u8], at: usize, v: u32) {
+    if let Some(dst) = buf.get_mut(at..at.wrapping_add(4)) {
+        dst.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// Writes one byte at `at`; does nothing if it would not fit.
+#[inline]
+pub(crate) fn put8(buf: &mut [u8], at: usize, v: u8) {
+    if let Some(dst) = buf.get_mut(at) {
+        *dst = v;
+    }
+}
+
+/// Copies a fixed-size array out of `buf` at `at`, or zeroes if too short.
+#[inline]
+pub(crate) fn array<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(src) = buf.get(at..at.wrapping_add(N)) {
+        out.copy_from_slice(src);
+    }
+    out
+}
+
+/// `buf[from..to]`, or an empty slice when out of range.
+#[inline]
+pub(crate) fn sub(buf: &[u8], from: usize, to: usize) -> &[u8] {
+    buf.get(from..to).unwrap_or(&[])
+}
+
+/// `&mut buf[from..to]`, or an empty slice when out of range.
+#[inline]
+pub(crate) fn sub_mut(buf: &mut [u8], from: usize, to: usize) -> &mut [u8] {
+    match buf.get_mut(from..to) {
+        Some(s) => s,
+        None => &mut [],
+    }
+}
