@@ -204,14 +204,14 @@ impl Scale {
         if !(self.a > 0.0 && self.a < f64::INFINITY && self.b > 0.0 && self.b < f64::INFINITY) {
             return Err(ScaleError::BadParameter);
         }
-        if self.step == 0 || self.step % 8 != 0 {
+        if self.step == 0 || !self.step.is_multiple_of(8) {
             return Err(ScaleError::BadStep);
         }
-        if self.min_len == 0 || self.min_len % 8 != 0 {
+        if self.min_len == 0 || !self.min_len.is_multiple_of(8) {
             return Err(ScaleError::BadMinLen);
         }
         if self.max_len < self.min_len
-            || (self.max_len - self.min_len) % self.step != 0
+            || !(self.max_len - self.min_len).is_multiple_of(self.step)
             || self.max_len > MAX_ENCODABLE_LEN
         {
             return Err(ScaleError::BadMaxLen);
@@ -274,12 +274,12 @@ impl Scale {
         self.is_valid()
             && len >= self.min_len as usize
             && len <= self.max_len as usize
-            && (len - self.min_len as usize) % self.step as usize == 0
+            && (len - self.min_len as usize).is_multiple_of(self.step as usize)
     }
 
     /// The code for payload length `len`, if it is one of this scale's codes.
     pub const fn code_from_len(&self, len: usize) -> Option<Code> {
-        if len % 8 != 0 || len > MAX_ENCODABLE_LEN as usize {
+        if !len.is_multiple_of(8) || len > MAX_ENCODABLE_LEN as usize {
             return None;
         }
         let code = Code((len / 8) as u8);
