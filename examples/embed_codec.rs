@@ -81,7 +81,7 @@ fn sample(payload_len: usize, dont_frag: bool, more_frags: bool, frag_offset: us
 
 fn parse_hex(s: &str) -> Result<Vec<u8>, Box<dyn Error>> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b" :\n\t".contains(b)).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     digits

@@ -1,8 +1,128 @@
 //! # ka-endpoint — the Kick-Ass end host
 //!
-//! This crate will hold the sans-IO userspace TCP of DESIGN §5: one state
-//! machine per connection (handshake, RFC 6298 RTO, NewReno/CUBIC behind a
-//! congestion-control trait, pacing), a `Stack` that demultiplexes and
-//! reassembles IP fragments while recording leading-fragment lengths, the
-//! receiver's KA-Rate echo, and the sender's KA/TCP mode machine. A tokio/TUN
-//! driver and the simulator both drive the same core.
+//! A sans-IO userspace TCP with the Kick-Ass (KA) extensions of DESIGN §5.
+//! Nothing in this crate reads a clock, sleeps, spawns or touches a socket:
+//! time comes in as a [`std::time::Instant`] argument, packets go in and out
+//! as byte slices. The tokio/TUN driver and the simulator drive the same core.
+//!
+//! ## Layers
+//!
+//! * [`Stack`] — a host: IPv4/IPv6 in and out (headers via
+//!   `ka_codec::wire`), demultiplexing by 4-tuple, listeners, RFC 6528 ISNs,
+//!   RSTs for strays (rate limited), fragment reassembly
+//!   ([`stack::reasm`]) that records the length of every leading fragment
+//!   for its connection *before* reassembling (the KA signal).
+//! * [`Connection`] — one TCP connection as a state machine (handshake with
+//!   MSS / window scale / SACK / timestamps / KA-Permitted, RFC 6298 RTO,
+//!   NewReno or CUBIC, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
+//!   RFC 5961) plus the KA receiver echo and the sender's KA/TCP mode
+//!   machine ([`Mode`], [`ModeChange`]).
+//! * [`cc`] — the TCP-mode congestion controllers behind [`Controller`];
+//!   [`rtt`] — the RFC 6298 estimator.
+//!
+//! ## Driving it
+//!
+//! After every input (`handle_packet`, `handle_timeout`, or an application
+//! call on a connection) drain [`Stack::poll_transmit`] until `None`, then
+//! sleep until [`Stack::poll_timeout`]. Events (connected, readable, mode
+//! changes, closed) come from [`Stack::poll_event`].
+//!
+//! ```
+//! use ka_endpoint::{Event, Stack, StackConfig};
+//! use std::time::{Duration, Instant};
+//!
+//! let t0 = Instant::now();
+//! let mut client = Stack::new(StackConfig::deterministic([1; 16]), t0);
+//! let mut server = Stack::new(StackConfig::deterministic([2; 16]), t0);
+//! server.listen(80);
+//! let h = client
+//!     .connect(t0, "10.0.0.1:0".parse().unwrap(), "10.0.0.2:80".parse().unwrap())
+//!     .unwrap();
+//! client.conn_mut(h).unwrap().write(b"hello");
+//! // a lossless wire with 1 ms one-way delay, driven by hand
+//! let mut now = t0;
+//! let mut buf = vec![0u8; 1500];
+//! let mut got = Vec::new();
+//! for _ in 0..20 {
+//!     now += Duration::from_millis(1);
+//!     while let Some(n) = client.poll_transmit(now, &mut buf) {
+//!         server.handle_packet(now, &buf[..n]);
+//!     }
+//!     while let Some(n) = server.poll_transmit(now, &mut buf) {
+//!         client.handle_packet(now, &buf[..n]);
+//!     }
+//!     while let Some((sh, ev)) = server.poll_event() {
+//!         if ev == Event::Readable {
+//!             let mut r = [0u8; 64];
+//!             let n = server.conn_mut(sh).unwrap().read(&mut r);
+//!             got.extend_from_slice(&r[..n]);
+//!         }
+//!     }
+//!     client.handle_timeout(now);
+//!     server.handle_timeout(now);
+//! }
+//! assert_eq!(got, b"hello");
+//! ```
+//!
+//! ## Choices DESIGN leaves open (and why)
+//!
+//! * **DF**: a KA connection never sets DF except on RTT indicators, so KA
+//!   routers can fragment its data; a plain-TCP connection sets DF on every
+//!   packet (as Linux does), except packets whose length falls in the
+//!   indicator range 600..=611, which KA routers would take for indicators.
+//!   Over IPv6 (no DF bit) data segments avoid total lengths 600..=611.
+//! * **KA window**: `max(1.2 · R · srtt, 2·MSS) + 3·MSS` — the extra
+//!   segments cover delayed-ACK granularity at a few packets per RTT
+//!   ([`KaConfig::cwnd_extra_segments`]).
+//! * **Silence**: no fresh signal for more than one srtt (at least three
+//!   packet times at R), measured from the last fresh echo. KA receivers
+//!   ACK at once when a fresh signal is pending
+//!   ([`KaConfig::ack_fresh_signals`]), so echoes are not held 40 ms by the
+//!   delayed-ACK timer.
+//! * **Indicators** go out when due even between pacing slots (still
+//!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
+//! * **Pacing**: a next-departure-time pacer with 1 ms of burst credit; in
+//!   KA mode at R, in TCP mode (if enabled) at the controller's rate.
+//!
+//! ## Memory a peer can make us use (all configurable)
+//!
+//! | what | cap (default) |
+//! |------|---------------|
+//! | send buffer (our own writes) | [`TcpConfig::send_buffer`] 1 MiB |
+//! | receive buffer incl. out-of-order data | [`TcpConfig::recv_buffer`] 1 MiB |
+//! | out-of-order ranges | [`TcpConfig::max_ooo_ranges`] 256 |
+//! | events queued per connection | [`TcpConfig::max_events`] 256 |
+//! | connections / half-open | [`StackConfig::max_connections`] 4096 / [`StackConfig::max_half_open`] 128 |
+//! | queued RSTs / RSTs per second | 64 / 100 |
+//! | reassembly bytes / time / datagrams | 4 MiB / 30 s / 256 ([`ReassemblyConfig`]) |
+//!
+//! A connection is removed from its [`Stack`] when its
+//! [`Event::Closed`] is returned by [`Stack::poll_event`]; an application
+//! that never polls events keeps closed connections (bounded by
+//! `max_connections`).
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+pub mod cc;
+pub mod config;
+pub mod conn;
+pub mod isn;
+pub mod rtt;
+pub mod stack;
+
+pub use cc::{CcAlgorithm, Controller, Cubic, NewReno};
+pub use config::{KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
+pub use conn::{
+    CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,
+    Transmit,
+};
+pub use rtt::RttEstimator;
+pub use stack::{ConnHandle, ConnectError, Stack, StackStats};

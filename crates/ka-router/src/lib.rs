@@ -1,9 +1,160 @@
 //! # ka-router — the Kick-Ass router data plane
 //!
-//! This crate will hold the sans-IO router core of DESIGN §4: one `Port` per
-//! direction that parses and classifies packets, learns the path RTT from
-//! RTT-indicator packets, queues drop-tail, serialises at capacity C, runs a
-//! pluggable `RateController` (RCP by default) and, on dequeue, fragments
-//! IPv4/IPv6 packets so that the leading fragment's payload length encodes the
-//! fair-share rate. A thin tokio/TUN binary (`ka-router`) and the simulator
-//! both drive the same core. Nothing here reads a clock or touches a socket.
+//! The sans-IO router core of DESIGN §4. One [`Port`] per direction parses
+//! and classifies packets, learns the path RTT from RTT-indicator packets,
+//! queues drop-tail, serialises at capacity C, runs a pluggable
+//! [`RateController`] ([`Rcp`] by default) and, on dequeue, fragments IPv4 /
+//! IPv6 packets so that the leading fragment's payload length encodes the
+//! fair-share rate (Kick-Ass, paper §II). A thin tokio/TUN binary
+//! (`ka-router`, feature `cli`) and the simulator drive the same core.
+//! Nothing here reads a clock, sleeps or touches a socket: time is the
+//! `Instant` the caller passes in.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use ka_router::{Port, PortConfig, PushOutcome};
+//!
+//! let t0 = Instant::now();
+//! let mut port = Port::new(PortConfig::new(100_000_000), t0); // 100 Mbit/s
+//! // A 1500-byte IPv4 packet (checksum filled in by a real sender).
+//! let mut pkt = vec![0u8; 1500];
+//! pkt[0] = 0x45;
+//! pkt[2..4].copy_from_slice(&1500u16.to_be_bytes());
+//! pkt[8] = 64;
+//! pkt[9] = 17;
+//! let c = ka_codec::wire::checksum::checksum(&pkt[..20]);
+//! pkt[10..12].copy_from_slice(&c.to_be_bytes());
+//! assert_eq!(port.push(t0, pkt), PushOutcome::Queued);
+//! // R₀ = 5 % of C = 625 B/ms → L = 128·ln(625/12.4392) rounded down to 8s.
+//! let t = port.poll_timeout().unwrap();
+//! port.handle_timeout(t);
+//! let mut out = Vec::new();
+//! while let Some(t) = port.poll_timeout() {
+//!     while let Some(p) = port.poll_transmit(t) { out.push(p); }
+//! }
+//! assert_eq!(out.len(), 2);                          // split on dequeue
+//! assert_eq!(out[0].len(), 20 + 496);                // leading payload = L
+//! assert_eq!(out[1].len(), 20 + 1480 - 496);         // the rest
+//! ```
+//!
+//! ## Data path of one port (DESIGN §4.1)
+//!
+//! ```text
+//! push(now, pkt) → ingress (validate, TTL−1, RTT indicator? → d) → drop-tail queue
+//!   → shaper: dequeue when the link is free → stamp (fragment) → serialise at C
+//!   → delay line (+delay) → poll_transmit(now)
+//! ```
+//!
+//! **Ingress rule** (never panics; every case counted in [`Counters`]):
+//!
+//! | input | action |
+//! |---|---|
+//! | empty, or longer than [`MAX_PACKET_LEN`] | dropped, `drops_malformed` |
+//! | version 4 failing `Ipv4Packet::new_checked` (IHL < 5, truncated, total length inconsistent) or the header checksum | dropped, `drops_malformed` |
+//! | version 6 failing `Ipv6Packet::new_checked` (< 40 bytes, payload length past the buffer) | dropped, `drops_malformed` |
+//! | IP with TTL / hop limit ≤ 1 (when `decrement_ttl`) | dropped, `drops_ttl` (no ICMP) |
+//! | any other version nibble | forwarded untouched (queued, shaped, delayed, never stamped), `non_ip` |
+//! | IPv4 whose options, or IPv6 whose extension-header chain, cannot be walked | forwarded unstamped, `unstampable` (only counted when it would have been stamped) |
+//!
+//! IP bytes beyond the header's total length (link padding) are cut off at
+//! ingress. The TTL / hop limit is decremented once per packet at ingress,
+//! before any splitting (the IPv4 header checksum is recomputed).
+//!
+//! **RTT indicators** (DESIGN §3.2): IPv4 with DF and total length 600 + k,
+//! IPv6 with total length 600 + k (no DF in IPv6) and no Fragment header
+//! (a KA leading fragment with L = 552 or 560 has total length 600 / 608;
+//! it is a rate signal, see [`is_ipv6_indicator`]), k ≤ 11. Each moves d by
+//! an EWMA with gain `rtt_gain` (0.02) toward the indicated RTT, at arrival,
+//! even if the queue then drops the packet. Indicators are never stamped.
+//!
+//! **Timing model.** The shaper is one transmitter: the head of the queue
+//! is dequeued the moment the link is free; each piece it yields occupies
+//! the link for `wire_bytes · 8 / C` (integer nanoseconds with the remainder
+//! carried, so the long-run rate is exactly C and the fragment's extra
+//! header bytes are paid for); a piece leaves `poll_transmit` when its
+//! serialisation has ended plus `delay`. The two fragments of a split are
+//! serialised back to back. The delay line therefore holds at most
+//! `C · delay` bytes plus whatever the caller has not yet collected.
+//!
+//! **Stamping on dequeue** (DESIGN §4.2, see [`stamp`]): with KA signalling,
+//! in KA mode, and R encodable, IPv4 and (if `ipv6_signal`) IPv6 packets are
+//! handed to [`stamp_ipv4_with`] / [`stamp_ipv6_with`] with the code
+//! `encode(R)`. Whole packets too short for that code saturate (carry the
+//! largest code below their payload, DESIGN §3.1) only if their payload is
+//! at least `saturate_min_payload` (default 1200) bytes; shorter ones stay
+//! untouched (rule 4, "too small") — see [`stamp`] for why. IPv6 Fragment headers the port inserts take identifications
+//! from a per-port counter starting at [`IPV6_IDENT_START`].
+//! `Signalling::NativeRcp` instead lowers the IPv4 RCP option (type 30) to R
+//! in bytes/s and never fragments; `Signalling::None` only queues, shapes and
+//! delays. The TCP-mode detector only runs with `Signalling::Ka`.
+//!
+//! ## Control loop (DESIGN §4.3, §4.4)
+//!
+//! Every T = min(d, 10 ms) the controller gets a [`Measurement`]: y = bytes
+//! *arriving* during the interval / T — everything handed to `push` that
+//! passed ingress and was offered to the queue, drop-tail drops included
+//! (as ns-2 RCP counts input traffic at enqueue). y counts bytes as they
+//! arrive, so the header bytes a split adds on dequeue are not in y; they
+//! show up in q if they make the link fall behind. q = bytes queued at the
+//! end of the interval. [`Rcp`] applies `R ← R·(1 + (T/d)(α(C − y) − βq/d)/C)`,
+//! clamped to `[min(R_min, C), C]`; R_min defaults to half the smallest
+//! encodable rate ([`RcpConfig::min_rate`]).
+//!
+//! Ticks, dequeues and the TCP-mode hold expiry are processed lazily but
+//! exactly, in time order (ties: mode expiry, tick, dequeue), whenever the
+//! caller passes a `now`. Consecutive ticks with an identical measurement
+//! (nothing arrived, queue unchanged — e.g. an idle gap) are handed to the
+//! controller as one batch ([`RateController::on_intervals`]; RCP uses the
+//! closed form `R·fⁿ`, others loop at most [`MAX_BATCH_ITERATIONS`] times),
+//! so catching up after any idle gap is O(1).
+//!
+//! While the port is in TCP mode, R is frozen (the controller is not
+//! called). TCP mode is entered when the queue reaches
+//! `ceil(threshold_frac · queue_limit)` packets (evaluated after every
+//! enqueue attempt and every dequeue) and left once the queue has stayed
+//! below that for the hold (default: one average RTT d).
+//!
+//! ## Memory
+//!
+//! The queue holds at most `queue_limit` packets of at most
+//! [`MAX_PACKET_LEN`] bytes each, and a queued buffer's capacity is kept
+//! below `max(2 · len, SHRINK_SLACK)`. Nothing else grows with input except
+//! the delay line (bounded by C · delay plus what the caller leaves
+//! uncollected).
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+mod classify;
+pub mod config;
+pub mod controller;
+pub mod mode;
+mod native;
+pub mod port;
+mod queue;
+mod shaper;
+pub mod stamp;
+pub mod stats;
+mod time;
+
+pub use classify::MAX_PACKET_LEN;
+pub use config::{ConfigError, ModeConfig, PortConfig, RcpConfig, Signalling};
+pub use controller::{MAX_BATCH_ITERATIONS, Measurement, RateController, Rcp};
+pub use mode::Mode;
+pub use native::lower_rcp_option;
+pub use port::{DropReason, IPV6_IDENT_START, Port, PushOutcome, SHRINK_SLACK};
+pub use stamp::{
+    DEFAULT_SATURATE_MIN_PAYLOAD, Skip, StampConfig, Stamped, is_ipv6_indicator, stamp_ipv4,
+    stamp_ipv4_with, stamp_ipv6, stamp_ipv6_with,
+};
+pub use stats::{Counters, PortSnapshot};
+
+#[cfg(feature = "cli")]
+pub mod shell;

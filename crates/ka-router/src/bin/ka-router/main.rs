@@ -1,5 +1,88 @@
-//! `ka-router`: not yet implemented (see issue 3).
-fn main() {
-    eprintln!("ka-router: the gateway binary is not built yet");
-    std::process::exit(2);
+//! `ka-router`: a Kick-Ass router between two TUN devices.
+//!
+//! Packets read from `--in` are shaped at `--rate` and written to `--out`;
+//! packets read from `--out` are shaped at `--reverse-rate` and written to
+//! `--in`. See `ka-router --help` and DESIGN §4.5.
+
+mod args;
+mod realtime;
+
+use std::io::IsTerminal as _;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use ka_router::shell::{self, KaPorts, PassThrough};
+use tracing_subscriber::EnvFilter;
+
+use args::Args;
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let (forward, reverse) = args.port_configs()?;
+    let shell_cfg = args.shell_config();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    if args.passthrough {
+        tracing::warn!("--passthrough: forwarding unshaped and unmodified (no KA core)");
+    } else {
+        tracing::info!(
+            rate_bps = forward.capacity_bps,
+            reverse_rate_bps = reverse.capacity_bps,
+            delay = ?forward.delay,
+            queue = forward.queue_limit,
+            signalling = ?forward.signalling,
+            "starting"
+        );
+    }
+    let summary = rt.block_on(async {
+        if args.passthrough {
+            shell::run(shell_cfg, |_| PassThrough::new(), shutdown_signal()).await
+        } else {
+            let make = |now: Instant| KaPorts::new(forward, reverse, now);
+            shell::run(shell_cfg, make, shutdown_signal()).await
+        }
+    })?;
+    println!(
+        "forward ({} -> {}): {}",
+        args.in_dev, args.out_dev, summary.forward
+    );
+    println!(
+        "reverse ({} -> {}): {}",
+        args.out_dev, args.in_dev, summary.reverse
+    );
+    println!("pacing: {}", summary.lateness);
+    if summary.pcap_dropped > 0 {
+        println!(
+            "pcap: {} records dropped (capture thread fell behind)",
+            summary.pcap_dropped
+        );
+    }
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

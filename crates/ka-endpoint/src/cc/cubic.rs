@@ -1,0 +1,386 @@
+//! CUBIC (RFC 9438).
+//!
+//! Window arithmetic is done in segments (`f64`) and exposed in bytes:
+//!
+//! * Slow start is the same as [`super::NewReno`]'s (no HyStart++).
+//! * Congestion avoidance: `W_cubic(t) = C·(t − K)³ + W_max` with
+//!   `K = ∛((W_max − cwnd_epoch)/C)`; per ACK the window moves towards
+//!   `target = W_cubic(t + srtt)` clamped to `[cwnd, 1.5·cwnd]` by
+//!   `(target − cwnd)/cwnd` per acknowledged segment (§4.2–4.4).
+//! * Reno-friendly region (§4.3): `W_est` grows by
+//!   `α_cubic · acked/cwnd` with `α_cubic = 3(1 − β)/(1 + β)` until
+//!   `W_est ≥ cwnd_prior`, then by 1; when `W_cubic(t) < W_est` the window
+//!   follows `W_est`.
+//! * Loss (§4.6): `ssthresh = max(FlightSize · β, 2·SMSS)`, `cwnd = ssthresh`;
+//!   fast convergence (§4.7): if the window at the loss is below the previous
+//!   `W_max`, `W_max = cwnd · (1 + β)/2`, else `W_max = cwnd`.
+//! * RTO (§4.8): as a loss, but `cwnd = 1·SMSS`.
+
+use super::Controller;
+use crate::rtt::RttEstimator;
+use std::time::Instant;
+
+/// CUBIC parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct CubicConfig {
+    /// Sender MSS in bytes.
+    pub mss: usize,
+    /// Initial window in bytes.
+    pub initial_window: usize,
+    /// `C` (RFC 9438: 0.4).
+    pub c: f64,
+    /// `β_cubic` (RFC 9438: 0.7).
+    pub beta: f64,
+    /// Fast convergence (RFC 9438 §4.7, on by default).
+    pub fast_convergence: bool,
+}
+
+impl Default for CubicConfig {
+    fn default() -> Self {
+        CubicConfig {
+            mss: 1460,
+            initial_window: 14_600,
+            c: 0.4,
+            beta: 0.7,
+            fast_convergence: true,
+        }
+    }
+}
+
+/// The CUBIC controller.
+#[derive(Debug, Clone)]
+pub struct Cubic {
+    cfg: CubicConfig,
+    mss: usize,
+    /// Window in bytes (authoritative); the float state below is segments.
+    cwnd: usize,
+    ssthresh: usize,
+    /// Fractional window in segments while in congestion avoidance.
+    cwnd_seg: f64,
+    w_max: f64,
+    cwnd_prior: f64,
+    w_est: f64,
+    k: f64,
+    epoch_start: Option<Instant>,
+    recovery_start: Option<Instant>,
+    ss_bytes_acked: usize,
+}
+
+impl Cubic {
+    /// A controller in slow start.
+    pub fn new(cfg: CubicConfig) -> Self {
+        let mss = cfg.mss.max(1);
+        let cwnd = cfg.initial_window.max(mss);
+        Cubic {
+            cfg,
+            mss,
+            cwnd,
+            ssthresh: usize::MAX,
+            cwnd_seg: cwnd as f64 / mss as f64,
+            w_max: 0.0,
+            cwnd_prior: 0.0,
+            w_est: 0.0,
+            k: 0.0,
+            epoch_start: None,
+            recovery_start: None,
+            ss_bytes_acked: 0,
+        }
+    }
+
+    fn alpha(&self) -> f64 {
+        if self.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            3.0 * (1.0 - self.cfg.beta) / (1.0 + self.cfg.beta)
+        }
+    }
+
+    fn w_cubic(&self, t: f64) -> f64 {
+        let d = t - self.k;
+        self.cfg.c * d * d * d + self.w_max
+    }
+
+    /// `W_max` in segments (0 before the first loss).
+    pub fn w_max(&self) -> f64 {
+        self.w_max
+    }
+
+    /// `K` in seconds for the current epoch.
+    pub fn k(&self) -> f64 {
+        self.k
+    }
+
+    fn in_recovery(&self, sent: Instant) -> bool {
+        self.recovery_start.is_some_and(|r| sent <= r)
+    }
+
+    fn set_cwnd_seg(&mut self, seg: f64) {
+        let min = 1.0;
+        self.cwnd_seg = seg.max(min);
+        self.cwnd = (self.cwnd_seg * self.mss as f64) as usize;
+    }
+
+    fn congestion_avoidance(&mut self, now: Instant, bytes: usize, rtt: &RttEstimator) {
+        let mss = self.mss as f64;
+        let epoch = match self.epoch_start {
+            Some(e) => e,
+            None => {
+                self.epoch_start = Some(now);
+                self.cwnd_seg = self.cwnd as f64 / mss;
+                self.w_est = self.cwnd_seg;
+                if self.w_max <= self.cwnd_seg {
+                    // no loss yet (or window already past W_max): plateau here
+                    self.w_max = self.cwnd_seg;
+                    self.k = 0.0;
+                } else {
+                    self.k = ((self.w_max - self.cwnd_seg) / self.cfg.c).cbrt();
+                }
+                now
+            }
+        };
+        let acked = bytes as f64 / mss;
+        let t = now.saturating_duration_since(epoch).as_secs_f64();
+        let srtt = rtt.srtt_or_initial().as_secs_f64();
+        self.w_est += self.alpha() * acked / self.cwnd_seg;
+        let cubic_now = self.w_cubic(t);
+        if cubic_now < self.w_est {
+            // Reno-friendly region
+            if self.w_est > self.cwnd_seg {
+                self.set_cwnd_seg(self.w_est);
+            }
+        } else {
+            let target = self
+                .w_cubic(t + srtt)
+                .clamp(self.cwnd_seg, 1.5 * self.cwnd_seg);
+            let next = self.cwnd_seg + (target - self.cwnd_seg) / self.cwnd_seg * acked;
+            self.set_cwnd_seg(next);
+        }
+    }
+}
+
+impl Controller for Cubic {
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: usize,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        if app_limited || self.in_recovery(sent) || bytes == 0 {
+            return;
+        }
+        let mut bytes = bytes;
+        if self.cwnd < self.ssthresh {
+            let inc = bytes.min(2 * self.mss);
+            let room = self.ssthresh - self.cwnd;
+            if inc <= room {
+                self.cwnd += inc;
+                self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+                self.ss_bytes_acked += inc;
+                return;
+            }
+            self.cwnd = self.ssthresh;
+            self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+            bytes = inc - room;
+        }
+        self.congestion_avoidance(now, bytes, rtt);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_rto: bool,
+        bytes_in_flight: usize,
+    ) {
+        if !is_rto && self.in_recovery(sent) {
+            return;
+        }
+        self.recovery_start = Some(now);
+        let mss = self.mss as f64;
+        let cwnd_seg = self.cwnd as f64 / mss;
+        self.w_max = if self.cfg.fast_convergence && cwnd_seg < self.w_max {
+            cwnd_seg * (1.0 + self.cfg.beta) / 2.0
+        } else {
+            cwnd_seg
+        };
+        self.cwnd_prior = cwnd_seg;
+        let ss = (bytes_in_flight as f64 * self.cfg.beta) as usize;
+        self.ssthresh = ss.max(2 * self.mss);
+        self.epoch_start = None;
+        if is_rto {
+            self.cwnd = self.mss;
+        } else {
+            self.cwnd = self.ssthresh;
+        }
+        self.cwnd_seg = self.cwnd as f64 / mss;
+    }
+
+    fn window(&self) -> usize {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> usize {
+        self.ssthresh
+    }
+
+    fn set_window(&mut self, _now: Instant, window: usize, ssthresh: usize) {
+        self.cwnd = window.max(self.mss);
+        self.ssthresh = ssthresh.max(2 * self.mss);
+        self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+        self.w_max = self.cwnd_seg;
+        self.cwnd_prior = self.cwnd_seg;
+        self.epoch_start = None;
+    }
+
+    fn set_mss(&mut self, mss: usize) {
+        let old = self.mss as f64;
+        self.mss = mss.max(1);
+        self.w_max = self.w_max * old / self.mss as f64;
+        self.cwnd = self.cwnd.max(self.mss);
+        self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MSS: usize = 1000;
+
+    fn rtt(ms: u64) -> RttEstimator {
+        let mut r = RttEstimator::new(
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            Duration::from_millis(1),
+        );
+        r.on_sample(Duration::from_millis(ms));
+        r
+    }
+
+    fn cubic() -> Cubic {
+        Cubic::new(CubicConfig {
+            mss: MSS,
+            initial_window: 10 * MSS,
+            ..CubicConfig::default()
+        })
+    }
+
+    /// Runs `rounds` RTTs in which every segment of the window is acked
+    /// individually, spread over the RTT; returns the window (segments)
+    /// after each round.
+    fn run(c: &mut Cubic, start: Instant, rtt_ms: u64, rounds: usize) -> Vec<f64> {
+        let r = rtt(rtt_ms);
+        let mut out = vec![];
+        let mut now = start;
+        for _ in 0..rounds {
+            let segs = (c.window() / MSS).max(1);
+            let step = Duration::from_millis(rtt_ms) / segs as u32;
+            for _ in 0..segs {
+                now += step;
+                c.on_ack(now, now, MSS, false, &r);
+            }
+            out.push(c.window() as f64 / MSS as f64);
+        }
+        out
+    }
+
+    #[test]
+    fn loss_multiplies_by_beta_and_sets_wmax() {
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 100 * MSS, 100 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        assert_eq!(c.window(), 70 * MSS);
+        assert_eq!(c.ssthresh(), 70 * MSS);
+        assert!((c.w_max() - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fast_convergence_lowers_wmax() {
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 100 * MSS, 100 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        // second loss below W_max = 100: W_max = 70 * 1.7 / 2 = 59.5
+        let t2 = t1 + Duration::from_millis(1);
+        c.on_congestion_event(t2 + Duration::from_millis(1), t2, false, 70 * MSS);
+        assert!((c.w_max() - 59.5).abs() < 1e-9, "{}", c.w_max());
+        assert_eq!(c.window(), 49 * MSS);
+    }
+
+    #[test]
+    fn concave_growth_reaches_wmax_at_k_with_long_rtt() {
+        // RTT 100 ms, W_max = 100 → after loss cwnd = 70, K = cbrt(30/0.4) ≈ 4.217 s
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 100 * MSS, 100 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let traj = run(&mut c, t1 + Duration::from_millis(1), 100, 60);
+        assert!((c.k() - 75f64.cbrt()).abs() < 1e-9);
+        // roughly K / RTT = 42 rounds to get back to W_max; then convex beyond
+        let at_k = traj[41];
+        assert!((at_k - 100.0).abs() < 3.0, "at K: {at_k}");
+        // concave: growth in the first 10 rounds is larger than in rounds 30..40
+        assert!(traj[10] - traj[0] > traj[40] - traj[30]);
+        // never beyond W_max before K by more than rounding
+        assert!(traj[..38].iter().all(|&w| w <= 100.5), "{traj:?}");
+        // convex after K: growth accelerates
+        assert!(traj[59] - traj[54] > traj[49] - traj[44]);
+    }
+
+    #[test]
+    fn reno_friendly_region_dominates_with_short_rtt() {
+        // RTT 1 ms: cubic grows slowly in wall time; W_est grows α per RTT.
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 100 * MSS, 100 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let traj = run(&mut c, t1 + Duration::from_millis(1), 1, 40);
+        // α_cubic = 3·0.3/1.7 ≈ 0.529 segments per RTT while W_est < cwnd_prior
+        let alpha = 3.0 * 0.3 / 1.7;
+        let expect = 70.0 + 40.0 * alpha;
+        assert!(
+            (traj[39] - expect).abs() < 1.5,
+            "{} vs {}",
+            traj[39],
+            expect
+        );
+        // and it is above what pure cubic would give at t = 40 ms
+        let wc = 0.4 * (0.04 - 75f64.cbrt()).powi(3) + 100.0;
+        assert!(traj[39] > wc + 5.0);
+    }
+
+    #[test]
+    fn rto_collapses_window() {
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 40 * MSS, 40 * MSS);
+        c.on_congestion_event(t0 + Duration::from_millis(1), t0, true, 40 * MSS);
+        assert_eq!(c.window(), MSS);
+        assert_eq!(c.ssthresh(), 28 * MSS);
+    }
+
+    #[test]
+    fn slow_start_matches_newreno() {
+        let t0 = Instant::now();
+        let mut c = cubic();
+        let traj = run(&mut c, t0, 100, 3);
+        assert_eq!(traj, vec![20.0, 40.0, 80.0]);
+    }
+}

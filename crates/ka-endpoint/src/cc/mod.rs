@@ -1,0 +1,132 @@
+//! Congestion control for TCP mode (DESIGN §5.1).
+//!
+//! [`Controller`] is shaped like quinn-proto's controller: the connection
+//! reports acknowledged bytes and congestion events, and asks for the
+//! congestion window and (optionally) a pacing rate. Two algorithms are
+//! provided: [`NewReno`] (RFC 5681 / RFC 6582 window arithmetic with byte
+//! counting) and [`Cubic`] (RFC 9438 including the Reno-friendly region and
+//! fast convergence).
+//!
+//! Division of labour with the connection:
+//!
+//! * The connection detects losses (3 duplicate ACKs / SACK scoreboard / RTO)
+//!   and calls [`Controller::on_congestion_event`] **once per loss episode**.
+//!   It also runs the RFC 6582 recovery procedure (partial ACKs, the
+//!   "inflation" of the usable window by duplicate ACKs).
+//! * The controller ignores window growth from ACKs of segments sent before
+//!   the last congestion event (`sent <= recovery_start`), so the window stays
+//!   at `ssthresh` during recovery, as RFC 6582 prescribes after deflation.
+//! * The KA mode machine takes the window over while in KA mode and hands it
+//!   back with [`Controller::set_window`].
+
+mod cubic;
+mod newreno;
+
+pub use cubic::{Cubic, CubicConfig};
+pub use newreno::{NewReno, NewRenoConfig};
+
+use crate::rtt::RttEstimator;
+use std::fmt;
+use std::time::Instant;
+
+/// A TCP-mode congestion controller. All sizes are bytes.
+pub trait Controller: Send + fmt::Debug {
+    /// `bytes` were newly acknowledged (cumulatively or by SACK) by an ACK
+    /// arriving at `now`; `sent` is when the newest of them was (last) sent.
+    /// `app_limited` is true when the sender was not using its window, in
+    /// which case the window must not grow (RFC 7661 spirit).
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: usize,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    );
+
+    /// A loss was detected. `sent` is when the lost segment was sent (events
+    /// for segments sent before the current recovery started are ignored).
+    /// `is_rto` selects the retransmission-timeout reaction (window collapses
+    /// to one segment, RFC 5681 §3.1) instead of fast recovery (window halves
+    /// for NewReno, × β for CUBIC). `bytes_in_flight` is RFC 5681's
+    /// FlightSize at the time of the event.
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_rto: bool,
+        bytes_in_flight: usize,
+    );
+
+    /// The congestion window in bytes.
+    fn window(&self) -> usize;
+
+    /// The slow-start threshold in bytes (`usize::MAX` before the first loss).
+    fn ssthresh(&self) -> usize;
+
+    /// Whether the controller is in slow start.
+    fn in_slow_start(&self) -> bool {
+        self.window() < self.ssthresh()
+    }
+
+    /// Overwrites window and threshold (the KA mode machine's handover into
+    /// TCP mode, or synchronising the controller to the KA window just before
+    /// a loss reaction). Starts a new growth epoch; does not by itself start
+    /// a recovery period.
+    fn set_window(&mut self, now: Instant, window: usize, ssthresh: usize);
+
+    /// Sets the sender maximum segment size (window arithmetic unit).
+    fn set_mss(&mut self, mss: usize);
+
+    /// The rate at which the sender may pace, bytes per second, or `None`
+    /// before an RTT estimate exists. Linux's rule: `2·cwnd/srtt` in slow
+    /// start, `1.2·cwnd/srtt` otherwise. The connection only uses it when
+    /// TCP-mode pacing is enabled.
+    fn pacing_rate(&self, rtt: &RttEstimator) -> Option<f64> {
+        let srtt = rtt.srtt()?.as_secs_f64();
+        if srtt <= 0.0 {
+            return None;
+        }
+        let gain = if self.in_slow_start() { 2.0 } else { 1.2 };
+        Some(gain * self.window() as f64 / srtt)
+    }
+
+    /// A boxed copy (controllers are configured by prototype).
+    fn clone_box(&self) -> Box<dyn Controller>;
+
+    /// A short name for logs and statistics ("newreno", "cubic").
+    fn name(&self) -> &'static str;
+}
+
+/// Which TCP-mode algorithm a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CcAlgorithm {
+    /// RFC 5681/6582 NewReno.
+    #[default]
+    NewReno,
+    /// RFC 9438 CUBIC.
+    Cubic,
+}
+
+impl CcAlgorithm {
+    /// A fresh controller of this kind for the given MSS and initial window
+    /// (bytes).
+    pub fn build(self, mss: usize, initial_window: usize) -> Box<dyn Controller> {
+        match self {
+            CcAlgorithm::NewReno => Box::new(NewReno::new(NewRenoConfig {
+                mss,
+                initial_window,
+            })),
+            CcAlgorithm::Cubic => Box::new(Cubic::new(CubicConfig {
+                mss,
+                initial_window,
+                ..CubicConfig::default()
+            })),
+        }
+    }
+}
+
+/// RFC 6928 initial window: `min(10·MSS, max(2·MSS, 14600))`.
+pub fn rfc6928_initial_window(mss: usize) -> usize {
+    (10 * mss).min((2 * mss).max(14_600))
+}

@@ -1,0 +1,256 @@
+//! NewReno window arithmetic (RFC 5681 §3.1, RFC 6582, RFC 3465).
+//!
+//! * Slow start (`cwnd < ssthresh`): `cwnd += min(N, L)` per ACK of `N` new
+//!   bytes, with RFC 3465's limit `L = 2·SMSS` (so delayed ACKs do not halve
+//!   the growth rate). Growth stops at `ssthresh`; the excess is counted
+//!   towards congestion avoidance.
+//! * Congestion avoidance: byte counting: `bytes_acked += N`; whenever
+//!   `bytes_acked ≥ cwnd`, `bytes_acked −= cwnd` and `cwnd += SMSS`
+//!   (RFC 5681 §3.1, the recommended method).
+//! * Loss (fast retransmit): `ssthresh = max(FlightSize/2, 2·SMSS)`,
+//!   `cwnd = ssthresh` (RFC 6582's post-recovery window; the temporary
+//!   inflation by duplicate ACKs is applied by the connection).
+//! * RTO: `ssthresh` as above, `cwnd = 1·SMSS` (the loss window).
+
+use super::Controller;
+use crate::rtt::RttEstimator;
+use std::time::Instant;
+
+/// NewReno parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRenoConfig {
+    /// Sender MSS in bytes.
+    pub mss: usize,
+    /// Initial window in bytes (RFC 6928: 10 segments).
+    pub initial_window: usize,
+}
+
+impl Default for NewRenoConfig {
+    fn default() -> Self {
+        NewRenoConfig {
+            mss: 1460,
+            initial_window: 14_600,
+        }
+    }
+}
+
+/// The NewReno controller.
+#[derive(Debug, Clone)]
+pub struct NewReno {
+    mss: usize,
+    cwnd: usize,
+    ssthresh: usize,
+    bytes_acked: usize,
+    recovery_start: Option<Instant>,
+}
+
+impl NewReno {
+    /// A controller in slow start with the configured initial window.
+    pub fn new(config: NewRenoConfig) -> Self {
+        let mss = config.mss.max(1);
+        NewReno {
+            mss,
+            cwnd: config.initial_window.max(mss),
+            ssthresh: usize::MAX,
+            bytes_acked: 0,
+            recovery_start: None,
+        }
+    }
+
+    fn in_recovery(&self, sent: Instant) -> bool {
+        self.recovery_start.is_some_and(|r| sent <= r)
+    }
+}
+
+impl Controller for NewReno {
+    fn on_ack(
+        &mut self,
+        _now: Instant,
+        sent: Instant,
+        bytes: usize,
+        app_limited: bool,
+        _rtt: &RttEstimator,
+    ) {
+        if app_limited || self.in_recovery(sent) || bytes == 0 {
+            return;
+        }
+        let mut bytes = bytes;
+        if self.cwnd < self.ssthresh {
+            let inc = bytes.min(2 * self.mss);
+            let room = self.ssthresh - self.cwnd;
+            if inc <= room {
+                self.cwnd += inc;
+                return;
+            }
+            self.cwnd = self.ssthresh;
+            bytes = inc - room;
+        }
+        self.bytes_acked = self.bytes_acked.saturating_add(bytes);
+        if self.bytes_acked >= self.cwnd {
+            self.bytes_acked -= self.cwnd;
+            self.cwnd = self.cwnd.saturating_add(self.mss);
+        }
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_rto: bool,
+        bytes_in_flight: usize,
+    ) {
+        if !is_rto && self.in_recovery(sent) {
+            return;
+        }
+        self.recovery_start = Some(now);
+        self.ssthresh = (bytes_in_flight / 2).max(2 * self.mss);
+        self.cwnd = if is_rto { self.mss } else { self.ssthresh };
+        self.bytes_acked = 0;
+    }
+
+    fn window(&self) -> usize {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> usize {
+        self.ssthresh
+    }
+
+    fn set_window(&mut self, _now: Instant, window: usize, ssthresh: usize) {
+        self.cwnd = window.max(self.mss);
+        self.ssthresh = ssthresh.max(2 * self.mss);
+        self.bytes_acked = 0;
+    }
+
+    fn set_mss(&mut self, mss: usize) {
+        self.mss = mss.max(1);
+        self.cwnd = self.cwnd.max(self.mss);
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> &'static str {
+        "newreno"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const MSS: usize = 1000;
+
+    fn rtt() -> RttEstimator {
+        let mut r = RttEstimator::new(
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            Duration::from_millis(1),
+        );
+        r.on_sample(Duration::from_millis(100));
+        r
+    }
+
+    fn nr() -> NewReno {
+        NewReno::new(NewRenoConfig {
+            mss: MSS,
+            initial_window: 10 * MSS,
+        })
+    }
+
+    #[test]
+    fn slow_start_doubles_per_rtt_with_per_segment_acks() {
+        let t0 = Instant::now();
+        let r = rtt();
+        let mut c = nr();
+        // one RTT: every segment of the window acked individually
+        for round in 0..3 {
+            let segs = c.window() / MSS;
+            for _ in 0..segs {
+                c.on_ack(t0, t0, MSS, false, &r);
+            }
+            assert_eq!(c.window(), (10 * MSS) << (round + 1));
+        }
+    }
+
+    #[test]
+    fn slow_start_abc_limit_is_two_segments() {
+        let t0 = Instant::now();
+        let mut c = nr();
+        c.on_ack(t0, t0, 5 * MSS, false, &rtt());
+        assert_eq!(c.window(), 12 * MSS);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_window() {
+        let t0 = Instant::now();
+        let r = rtt();
+        let mut c = nr();
+        c.set_window(t0, 10 * MSS, 10 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        // acking 9 full segments: no growth yet; the 10th: +1 MSS
+        for _ in 0..9 {
+            c.on_ack(t1, t1, MSS, false, &r);
+        }
+        assert_eq!(c.window(), 10 * MSS);
+        c.on_ack(t1, t1, MSS, false, &r);
+        assert_eq!(c.window(), 11 * MSS);
+        // next increment needs 11 segments
+        for _ in 0..10 {
+            c.on_ack(t1, t1, MSS, false, &r);
+        }
+        assert_eq!(c.window(), 11 * MSS);
+        c.on_ack(t1, t1, MSS, false, &r);
+        assert_eq!(c.window(), 12 * MSS);
+    }
+
+    #[test]
+    fn loss_halves_flight_and_ignores_same_episode() {
+        let t0 = Instant::now();
+        let mut c = nr();
+        let t1 = t0 + Duration::from_millis(10);
+        c.on_congestion_event(t1, t0, false, 40 * MSS);
+        assert_eq!(c.ssthresh(), 20 * MSS);
+        assert_eq!(c.window(), 20 * MSS);
+        // a second loss from the same window does not halve again
+        c.on_congestion_event(t1 + Duration::from_millis(1), t0, false, 20 * MSS);
+        assert_eq!(c.window(), 20 * MSS);
+        // acks of old segments do not grow the window during recovery
+        c.on_ack(t1, t0, MSS, false, &rtt());
+        assert_eq!(c.window(), 20 * MSS);
+        // a loss of a segment sent after recovery started is a new episode
+        let t2 = t1 + Duration::from_millis(5);
+        c.on_congestion_event(t2 + Duration::from_millis(100), t2, false, 20 * MSS);
+        assert_eq!(c.window(), 10 * MSS);
+    }
+
+    #[test]
+    fn rto_collapses_to_one_segment_and_floor_is_two() {
+        let t0 = Instant::now();
+        let mut c = nr();
+        c.on_congestion_event(t0, t0, true, 3 * MSS);
+        assert_eq!(c.window(), MSS);
+        assert_eq!(c.ssthresh(), 2 * MSS);
+        assert!(c.in_slow_start());
+    }
+
+    #[test]
+    fn app_limited_does_not_grow() {
+        let t0 = Instant::now();
+        let mut c = nr();
+        c.on_ack(t0, t0, MSS, true, &rtt());
+        assert_eq!(c.window(), 10 * MSS);
+    }
+
+    #[test]
+    fn pacing_rate_uses_gain() {
+        let c = nr();
+        let r = rtt();
+        // slow start: 2 * 10000 B / 0.1 s = 200 kB/s
+        let p = c.pacing_rate(&r).unwrap();
+        assert!((p - 200_000.0).abs() < 1e-6);
+    }
+}

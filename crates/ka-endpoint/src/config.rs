@@ -1,0 +1,232 @@
+//! Configuration of connections ([`TcpConfig`], [`KaConfig`]) and of the
+//! [`Stack`](crate::Stack) ([`StackConfig`], [`ReassemblyConfig`]).
+//!
+//! Every buffer a peer can make us fill has a cap here; the defaults are
+//! listed on each field.
+
+use crate::cc::CcAlgorithm;
+use ka_codec::scale::Scale;
+use std::time::Duration;
+
+/// Kick-Ass behaviour of a connection (DESIGN §5.2, §5.3).
+#[derive(Debug, Clone, Copy)]
+pub struct KaConfig {
+    /// Offer KA (KA-Permitted in SYN / SYN-ACK). `false` = plain TCP that
+    /// never sends any KA option. Default `true`.
+    pub enabled: bool,
+    /// The rate scale used to decode KA-Rate codes. Default [`Scale::PAPER`].
+    pub scale: Scale,
+    /// Interval between RTT indicators while there is data to send.
+    /// Default 100 ms (paper §II-B).
+    pub indicator_interval: Duration,
+    /// KA-mode window headroom: `cwnd = max(gain · R · srtt, 2·MSS) +
+    /// cwnd_extra_segments · MSS`. Default 1.2 (DESIGN §5.3).
+    pub cwnd_gain: f64,
+    /// Segments added to the KA window for ACK granularity (see
+    /// `Connection` docs). Default 3.
+    pub cwnd_extra_segments: usize,
+    /// A KA receiver acknowledges at once when a fresh signal (a new leading
+    /// fragment) arrived since its last ACK, instead of holding the echo
+    /// for the delayed-ACK timer (which would delay the sender's view of
+    /// the rate by up to 40 ms and fake signals after a silence). Default
+    /// true. Through a KA router every data packet carries a signal, so
+    /// this means one ACK per data segment on KA paths.
+    pub ack_fresh_signals: bool,
+    /// KA → TCP when no fresh signal for more than `silence_srtts · srtt`.
+    /// Default 1.0 (paper §II-C2: "more than a RTT").
+    pub silence_srtts: f64,
+}
+
+impl Default for KaConfig {
+    fn default() -> Self {
+        KaConfig {
+            enabled: true,
+            scale: Scale::PAPER,
+            indicator_interval: Duration::from_millis(100),
+            cwnd_gain: 1.2,
+            cwnd_extra_segments: 3,
+            ack_fresh_signals: true,
+            silence_srtts: 1.0,
+        }
+    }
+}
+
+/// Parameters of one TCP connection.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpConfig {
+    /// IP MTU of the path (bytes); our MSS is derived from it
+    /// (`mtu − IP header − 20`). Default 1500.
+    pub mtu: usize,
+    /// Send buffer cap (bytes queued by `write` and not yet acknowledged).
+    /// Default 1 MiB.
+    pub send_buffer: usize,
+    /// Receive buffer cap (bytes received and not yet read, including
+    /// out-of-order data, which always lies inside the advertised window).
+    /// Default 1 MiB.
+    pub recv_buffer: usize,
+    /// Cap on distinct out-of-order ranges held (adjacent ranges are merged).
+    /// Default 256.
+    pub max_ooo_ranges: usize,
+    /// Initial congestion window in segments (RFC 6928: 10).
+    pub initial_window_segments: usize,
+    /// TCP-mode congestion control. Default NewReno.
+    pub cc: CcAlgorithm,
+    /// Pace in TCP mode at the controller's `pacing_rate()`. Default off
+    /// (plain window-limited bursts, like a classic TCP).
+    pub tcp_pacing: bool,
+    /// RTO before the first RTT sample (RFC 6298: 1 s).
+    pub initial_rto: Duration,
+    /// Lower bound of the RTO (RFC 6298: 1 s; Linux: 200 ms). Default 1 s.
+    pub min_rto: Duration,
+    /// Upper bound of the RTO, also with backoff. Default 60 s.
+    pub max_rto: Duration,
+    /// Clock granularity `G` of RFC 6298. Default 1 ms.
+    pub clock_granularity: Duration,
+    /// Delayed-ACK timer; `None` acknowledges every segment. Default 40 ms.
+    pub delayed_ack: Option<Duration>,
+    /// Acknowledge at least every this many full-sized segments. Default 2.
+    pub ack_every: usize,
+    /// TIME-WAIT duration (2·MSL). Default 60 s.
+    pub time_wait: Duration,
+    /// How long FIN-WAIT-2 may last before the connection is dropped.
+    /// Default 60 s.
+    pub fin_wait2_timeout: Duration,
+    /// SYN (and SYN-ACK) retransmissions before giving up. Default 6.
+    pub syn_retries: u32,
+    /// Consecutive RTO expiries without any ACK before the connection is
+    /// aborted. Default 15.
+    pub max_retransmits: u32,
+    /// Offer SACK (RFC 2018). Default true.
+    pub sack: bool,
+    /// Offer timestamps (RFC 7323). Default true.
+    pub timestamps: bool,
+    /// Offer window scaling (RFC 7323). Default true.
+    pub window_scale: bool,
+    /// Challenge ACKs (RFC 5961) per connection per second. Default 10.
+    pub challenge_acks_per_sec: u32,
+    /// Cap on queued [`Event`](crate::Event)s per connection (the oldest
+    /// informational events are dropped beyond it). Default 256.
+    pub max_events: usize,
+    /// Kick-Ass.
+    pub ka: KaConfig,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mtu: 1500,
+            send_buffer: 1 << 20,
+            recv_buffer: 1 << 20,
+            max_ooo_ranges: 256,
+            initial_window_segments: 10,
+            cc: CcAlgorithm::NewReno,
+            tcp_pacing: false,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(60),
+            clock_granularity: Duration::from_millis(1),
+            delayed_ack: Some(Duration::from_millis(40)),
+            ack_every: 2,
+            time_wait: Duration::from_secs(60),
+            fin_wait2_timeout: Duration::from_secs(60),
+            syn_retries: 6,
+            max_retransmits: 15,
+            sack: true,
+            timestamps: true,
+            window_scale: true,
+            challenge_acks_per_sec: 10,
+            max_events: 256,
+            ka: KaConfig::default(),
+        }
+    }
+}
+
+/// IP fragment reassembly limits (DESIGN §5.2).
+#[derive(Debug, Clone, Copy)]
+pub struct ReassemblyConfig {
+    /// Total bytes of fragment payload held across all datagrams in
+    /// progress. Default 4 MiB.
+    pub max_bytes: usize,
+    /// Lifetime of an incomplete datagram. Default 30 s.
+    pub timeout: Duration,
+    /// Datagrams in progress at once. Default 256.
+    pub max_datagrams: usize,
+    /// Largest reassembled datagram payload accepted. Default 65 535.
+    pub max_datagram_len: usize,
+}
+
+impl Default for ReassemblyConfig {
+    fn default() -> Self {
+        ReassemblyConfig {
+            max_bytes: 4 << 20,
+            timeout: Duration::from_secs(30),
+            max_datagrams: 256,
+            max_datagram_len: 65_535,
+        }
+    }
+}
+
+/// Parameters of a [`Stack`](crate::Stack).
+#[derive(Debug, Clone, Copy)]
+pub struct StackConfig {
+    /// Defaults for every connection.
+    pub tcp: TcpConfig,
+    /// Secret for RFC 6528 ISNs, timestamp offsets and ephemeral ports.
+    /// [`StackConfig::default`] draws it from the OS-seeded
+    /// `std::collections::hash_map::RandomState`; the simulator must set a
+    /// fixed value to be deterministic.
+    pub isn_secret: [u8; 16],
+    /// Connections (in any state, including TIME-WAIT). Default 4096.
+    pub max_connections: usize,
+    /// Connections in SYN-RECEIVED at once (SYN-flood bound). Default 128.
+    pub max_half_open: usize,
+    /// RSTs sent in reply to segments for no connection, per second.
+    /// Default 100.
+    pub rst_per_sec: u32,
+    /// Queued outgoing RSTs (beyond: dropped). Default 64.
+    pub max_queued_rsts: usize,
+    /// IPv4 TTL / IPv6 hop limit of outgoing packets. Default 64.
+    pub ttl: u8,
+    /// Fragment reassembly limits.
+    pub reassembly: ReassemblyConfig,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        StackConfig {
+            tcp: TcpConfig::default(),
+            isn_secret: random_secret(),
+            max_connections: 4096,
+            max_half_open: 128,
+            rst_per_sec: 100,
+            max_queued_rsts: 64,
+            ttl: 64,
+            reassembly: ReassemblyConfig::default(),
+        }
+    }
+}
+
+impl StackConfig {
+    /// Defaults with a fixed secret (deterministic ISNs), for simulations
+    /// and tests.
+    pub fn deterministic(secret: [u8; 16]) -> Self {
+        StackConfig {
+            isn_secret: secret,
+            ..StackConfig::default()
+        }
+    }
+}
+
+/// 128 bits from the process's randomly seeded `RandomState`.
+fn random_secret() -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = [0u8; 16];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        for (d, b) in chunk.iter_mut().zip(h.finish().to_le_bytes()) {
+            *d = b;
+        }
+    }
+    out
+}

@@ -1,0 +1,424 @@
+//! Send buffer and the retransmission scoreboard.
+//!
+//! Sequence numbers are 64-bit offsets from our ISN: the SYN is 0, the first
+//! data byte 1, the FIN (if any) follows the last data byte.
+//!
+//! The scoreboard holds one entry per transmitted segment, contiguous from
+//! `snd_una` to `snd_max`. Entries are never re-cut (a retransmission resends
+//! the same range), so SACK blocks, which the receiver reports at segment
+//! boundaries, mark whole entries. Loss marking follows RFC 6675 (an entry
+//! is lost when at least `DupThresh` = 3 entries above it are SACKed) plus
+//! RFC 6582's partial-ACK rule; the connection decides when.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// Bytes written by the application and not yet acknowledged.
+#[derive(Debug)]
+pub(crate) struct SendBuffer {
+    data: VecDeque<u8>,
+    /// Sequence number of `data[0]`.
+    start: u64,
+    cap: usize,
+}
+
+impl SendBuffer {
+    pub fn new(cap: usize) -> Self {
+        SendBuffer {
+            data: VecDeque::new(),
+            start: 1,
+            cap,
+        }
+    }
+
+    /// Appends as much of `bytes` as fits; returns how much.
+    pub fn write(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.free());
+        self.data.extend(bytes.get(..n).unwrap_or(&[]));
+        n
+    }
+
+    pub fn free(&self) -> usize {
+        self.cap.saturating_sub(self.data.len())
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Sequence number just past the last byte written.
+    pub fn end_seq(&self) -> u64 {
+        self.start + self.data.len() as u64
+    }
+
+    /// Drops everything below `seq` (acknowledged).
+    pub fn ack_to(&mut self, seq: u64) {
+        if seq > self.start {
+            let n = ((seq - self.start) as usize).min(self.data.len());
+            self.data.drain(..n);
+            self.start += n as u64;
+        }
+    }
+
+    /// Copies bytes `[seq, seq + out.len())` into `out`; returns the count
+    /// actually available.
+    pub fn copy(&self, seq: u64, out: &mut [u8]) -> usize {
+        if seq < self.start {
+            return 0;
+        }
+        let off = (seq - self.start) as usize;
+        let (a, b) = self.data.as_slices();
+        let mut n = 0;
+        for (i, dst) in out.iter_mut().enumerate() {
+            let idx = off + i;
+            let src = if idx < a.len() {
+                a.get(idx)
+            } else {
+                b.get(idx - a.len())
+            };
+            match src {
+                Some(&v) => {
+                    *dst = v;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+}
+
+/// One transmitted segment.
+#[derive(Debug, Clone)]
+pub(crate) struct TxSeg {
+    pub start: u64,
+    pub end: u64,
+    /// Carries the FIN (its last sequence number).
+    pub fin: bool,
+    /// When it was last (re)transmitted.
+    pub sent: Instant,
+    /// Transmissions so far (1 = never retransmitted).
+    pub tx_count: u32,
+    pub sacked: bool,
+    /// Deemed lost and not yet retransmitted since.
+    pub lost: bool,
+    /// Retransmitted during the current recovery episode.
+    pub rexmit_in_recovery: bool,
+}
+
+impl TxSeg {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// The segments in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Scoreboard {
+    segs: VecDeque<TxSeg>,
+    sacked_bytes: u64,
+    lost_bytes: u64,
+    /// Highest sequence number covered by a SACK block.
+    pub highest_sacked: u64,
+}
+
+/// What a cumulative ACK removed.
+#[derive(Debug, Default)]
+pub(crate) struct Acked {
+    pub bytes: u64,
+    /// Send time of the newest never-retransmitted segment acked (RTT sample).
+    pub rtt_sent: Option<Instant>,
+    /// Latest send time among acked segments.
+    pub newest_sent: Option<Instant>,
+    /// Some acked segment had been retransmitted.
+    pub any_retransmitted: bool,
+    pub fin_acked: bool,
+}
+
+impl Scoreboard {
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
+    pub fn first(&self) -> Option<&TxSeg> {
+        self.segs.front()
+    }
+
+    /// Bytes between `snd_una` and `snd_max`.
+    pub fn outstanding(&self) -> u64 {
+        match (self.segs.front(), self.segs.back()) {
+            (Some(f), Some(b)) => b.end - f.start,
+            _ => 0,
+        }
+    }
+
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sacked_bytes
+    }
+
+    #[cfg(test)]
+    pub fn lost_bytes(&self) -> u64 {
+        self.lost_bytes
+    }
+
+    /// RFC 6675 "pipe": outstanding bytes not SACKed and not deemed lost
+    /// (retransmitted-after-loss bytes count as in flight again).
+    pub fn pipe(&self) -> u64 {
+        self.outstanding()
+            .saturating_sub(self.sacked_bytes)
+            .saturating_sub(self.lost_bytes)
+    }
+
+    pub fn push(&mut self, seg: TxSeg) {
+        self.segs.push_back(seg);
+    }
+
+    /// Removes everything below `ack`.
+    pub fn ack_to(&mut self, ack: u64) -> Acked {
+        let mut out = Acked::default();
+        while let Some(f) = self.segs.front_mut() {
+            if f.start >= ack {
+                break;
+            }
+            if f.end <= ack {
+                let Some(seg) = self.segs.pop_front() else {
+                    break;
+                };
+                out.bytes += seg.len();
+                if seg.sacked {
+                    self.sacked_bytes -= seg.len();
+                }
+                if seg.lost {
+                    self.lost_bytes -= seg.len();
+                }
+                if seg.tx_count == 1 {
+                    out.rtt_sent = Some(out.rtt_sent.map_or(seg.sent, |t| t.max(seg.sent)));
+                } else {
+                    out.any_retransmitted = true;
+                }
+                out.newest_sent = Some(out.newest_sent.map_or(seg.sent, |t| t.max(seg.sent)));
+                out.fin_acked |= seg.fin;
+            } else {
+                // partial ack of one segment: trim it
+                let cut = ack - f.start;
+                if f.sacked {
+                    self.sacked_bytes -= cut;
+                }
+                if f.lost {
+                    self.lost_bytes -= cut;
+                }
+                f.start = ack;
+                out.bytes += cut;
+                out.newest_sent = Some(out.newest_sent.map_or(f.sent, |t| t.max(f.sent)));
+                if f.tx_count > 1 {
+                    out.any_retransmitted = true;
+                }
+                break;
+            }
+        }
+        out
+    }
+
+    /// Marks whole segments inside `[left, right)` as SACKed. Returns the
+    /// newly SACKed bytes and the newest send time of a newly SACKed,
+    /// never-retransmitted segment.
+    pub fn sack(&mut self, left: u64, right: u64) -> (u64, Option<Instant>) {
+        let mut newly = 0;
+        let mut sample = None;
+        // binary search the first segment with end > left
+        let idx = self.segs.partition_point(|s| s.end <= left);
+        for s in self.segs.range_mut(idx..) {
+            if s.start >= right {
+                break;
+            }
+            if s.start >= left && s.end <= right && !s.sacked {
+                s.sacked = true;
+                newly += s.len();
+                self.sacked_bytes += s.len();
+                if s.lost {
+                    s.lost = false;
+                    self.lost_bytes -= s.len();
+                }
+                if s.tx_count == 1 {
+                    sample = Some(sample.map_or(s.sent, |t: Instant| t.max(s.sent)));
+                }
+            }
+        }
+        if newly > 0 {
+            self.highest_sacked = self.highest_sacked.max(right);
+        }
+        (newly, sample)
+    }
+
+    /// RFC 6675 IsLost over the whole board: an un-SACKed segment with at
+    /// least `dup_thresh` SACKed segments above it is marked lost, unless it
+    /// was already retransmitted in this recovery. Returns bytes newly marked.
+    pub fn mark_lost_by_sack(&mut self, dup_thresh: usize) -> u64 {
+        let mut sacked_above = 0usize;
+        let mut newly = 0;
+        for s in self.segs.iter_mut().rev() {
+            if s.sacked {
+                sacked_above += 1;
+            } else if sacked_above >= dup_thresh && !s.lost && !s.rexmit_in_recovery {
+                s.lost = true;
+                newly += s.len();
+            }
+        }
+        self.lost_bytes += newly;
+        newly
+    }
+
+    /// Whether the first segment is lost by the SACK rule (enters recovery).
+    pub fn first_lost_by_sack(&self, dup_thresh: usize) -> bool {
+        let Some(first) = self.segs.front() else {
+            return false;
+        };
+        if first.sacked {
+            return false;
+        }
+        self.segs
+            .iter()
+            .filter(|s| s.sacked)
+            .take(dup_thresh)
+            .count()
+            >= dup_thresh
+    }
+
+    /// Marks the first (un-SACKed) segment lost. Returns whether it changed.
+    pub fn mark_first_lost(&mut self) -> bool {
+        match self.segs.front_mut() {
+            Some(f) if !f.sacked && !f.lost => {
+                f.lost = true;
+                self.lost_bytes += f.len();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// RTO: every un-SACKed segment is lost. Returns lost bytes now.
+    pub fn mark_all_lost(&mut self) -> u64 {
+        for s in self.segs.iter_mut() {
+            s.rexmit_in_recovery = false;
+            if !s.sacked && !s.lost {
+                s.lost = true;
+                self.lost_bytes += s.len();
+            }
+        }
+        self.lost_bytes
+    }
+
+    /// Ends a recovery episode.
+    pub fn end_recovery(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.rexmit_in_recovery = false;
+        }
+    }
+
+    /// The first segment deemed lost (to retransmit next).
+    pub fn next_lost(&self) -> Option<usize> {
+        if self.lost_bytes == 0 {
+            return None;
+        }
+        self.segs.iter().position(|s| s.lost)
+    }
+
+    pub fn get(&self, idx: usize) -> Option<&TxSeg> {
+        self.segs.get(idx)
+    }
+
+    /// Records a retransmission of entry `idx` at `now`.
+    pub fn on_retransmit(&mut self, idx: usize, now: Instant, in_recovery: bool) {
+        if let Some(s) = self.segs.get_mut(idx) {
+            if s.lost {
+                s.lost = false;
+                self.lost_bytes -= s.len();
+            }
+            s.sent = now;
+            s.tx_count = s.tx_count.saturating_add(1);
+            s.rexmit_in_recovery = in_recovery;
+        }
+    }
+
+    /// Receiver reneging protection: forget all SACK marks (RFC 2018 says
+    /// SACKed data may be discarded by the receiver).
+    pub fn clear_sacks(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.sacked = false;
+        }
+        self.sacked_bytes = 0;
+        self.highest_sacked = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(start: u64, end: u64, t: Instant) -> TxSeg {
+        TxSeg {
+            start,
+            end,
+            fin: false,
+            sent: t,
+            tx_count: 1,
+            sacked: false,
+            lost: false,
+            rexmit_in_recovery: false,
+        }
+    }
+
+    #[test]
+    fn send_buffer_copy_across_wrap() {
+        let mut b = SendBuffer::new(10);
+        assert_eq!(b.write(b"0123456789abc"), 10);
+        b.ack_to(5);
+        assert_eq!(b.write(b"abcd"), 4);
+        let mut out = [0u8; 8];
+        assert_eq!(b.copy(5, &mut out), 8);
+        assert_eq!(&out, b"456789ab");
+        assert_eq!(b.copy(13, &mut out), 2);
+        assert_eq!(b.end_seq(), 15);
+    }
+
+    #[test]
+    fn sack_marks_loss_and_pipe() {
+        let t = Instant::now();
+        let mut sb = Scoreboard::default();
+        for i in 0..6 {
+            sb.push(seg(1 + i * 100, 101 + i * 100, t));
+        }
+        assert_eq!(sb.pipe(), 600);
+        // segments 2,3,4 (101..401 → 201..501) SACKed; the first is lost
+        sb.sack(201, 501);
+        assert_eq!(sb.sacked_bytes(), 300);
+        assert!(sb.first_lost_by_sack(3));
+        assert_eq!(sb.mark_lost_by_sack(3), 200); // segs 1..101 and 101..201
+        assert_eq!(sb.pipe(), 100); // only the last one
+        assert_eq!(sb.next_lost(), Some(0));
+        sb.on_retransmit(0, t, true);
+        assert_eq!(sb.pipe(), 200);
+        // marking again does not re-mark the retransmitted one
+        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        let acked = sb.ack_to(101);
+        assert_eq!(acked.bytes, 100);
+        assert!(acked.any_retransmitted);
+        assert_eq!(sb.outstanding(), 500);
+        let acked = sb.ack_to(501);
+        assert_eq!(acked.bytes, 400);
+        assert_eq!(sb.sacked_bytes(), 0);
+        assert_eq!(sb.lost_bytes(), 0);
+        assert_eq!(sb.pipe(), 100);
+    }
+
+    #[test]
+    fn partial_segment_ack_trims() {
+        let t = Instant::now();
+        let mut sb = Scoreboard::default();
+        sb.push(seg(1, 101, t));
+        let a = sb.ack_to(51);
+        assert_eq!(a.bytes, 50);
+        assert_eq!(sb.outstanding(), 50);
+        assert_eq!(sb.first().unwrap().start, 51);
+    }
+}

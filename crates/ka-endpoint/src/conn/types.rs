@@ -1,0 +1,144 @@
+//! The public value types of a connection: states, events, statistics.
+
+use super::LeftBy;
+use super::{Mode, ModeChange};
+use std::time::Duration;
+
+/// TCP connection states (RFC 9293 §3.3.2; LISTEN lives in the stack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Our SYN is out, waiting for SYN-ACK.
+    SynSent,
+    /// The peer's SYN arrived and our SYN-ACK is out.
+    SynReceived,
+    /// Data flows both ways.
+    Established,
+    /// We closed; our FIN is not yet acknowledged.
+    FinWait1,
+    /// Our FIN is acknowledged; waiting for the peer's.
+    FinWait2,
+    /// The peer closed; we may still send.
+    CloseWait,
+    /// Both closed at once; waiting for the ACK of our FIN.
+    Closing,
+    /// The peer closed first, then we did; waiting for the ACK of our FIN.
+    LastAck,
+    /// Waiting 2·MSL before forgetting the connection.
+    TimeWait,
+    /// Gone.
+    Closed,
+}
+
+impl State {
+    /// Whether the handshake has completed (RFC 793 "synchronized").
+    pub fn is_synchronized(self) -> bool {
+        !matches!(self, State::SynSent | State::SynReceived | State::Closed)
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// Orderly close in both directions.
+    Normal,
+    /// The peer sent an acceptable RST.
+    Reset,
+    /// The peer refused the connection (RST in reply to our SYN).
+    Refused,
+    /// Retransmissions or the FIN-WAIT-2 timer ran out.
+    TimedOut,
+    /// The application aborted it (we sent RST).
+    Aborted,
+}
+
+/// Something the application (or simulator) may want to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event {
+    /// The handshake completed.
+    Connected,
+    /// New in-order data can be read (edge-triggered: emitted again only
+    /// after a `read`).
+    Readable,
+    /// Send-buffer space became free after a `write` that did not take
+    /// everything.
+    Writable,
+    /// The peer's FIN arrived and all data before it is readable.
+    PeerFin,
+    /// The sender switched between KA and TCP mode.
+    ModeChanged(ModeChange),
+    /// The connection is gone (always the last event).
+    Closed(CloseReason),
+}
+
+/// One segment produced by [`Connection::poll_transmit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Bytes of TCP segment (header, options, payload) written to the buffer.
+    pub len: usize,
+    /// Set DF on the IPv4 header.
+    pub dont_frag: bool,
+    /// This segment is an RTT indicator (its IP total length is `600 + k`).
+    pub indicator: bool,
+}
+
+/// Counters and current state of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ConnStats {
+    /// Application bytes sent for the first time.
+    pub bytes_sent: u64,
+    /// Application bytes retransmitted.
+    pub bytes_retransmitted: u64,
+    /// Application bytes the peer acknowledged.
+    pub bytes_acked: u64,
+    /// In-order application bytes received.
+    pub bytes_received: u64,
+    /// Segments sent (all kinds).
+    pub segments_sent: u64,
+    /// Segments received and processed.
+    pub segments_received: u64,
+    /// Segments retransmitted.
+    pub retransmits: u64,
+    /// Loss events detected by duplicate ACKs / SACK (fast retransmits).
+    pub fast_retransmits: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
+    /// Current RTO (with backoff).
+    pub rto: Duration,
+    /// Effective congestion window (KA window in KA mode), bytes.
+    pub cwnd: usize,
+    /// Slow-start threshold of the TCP-mode controller.
+    pub ssthresh: usize,
+    /// Bytes in flight (RFC 6675 pipe).
+    pub in_flight: usize,
+    /// Peer's receive window, bytes.
+    pub snd_wnd: usize,
+    /// KA was negotiated.
+    pub ka_enabled: bool,
+    /// Current sender mode.
+    pub mode: Mode,
+    /// Why the sender last left KA mode.
+    pub left_by: Option<LeftBy>,
+    /// Last signalled rate R, bytes per millisecond.
+    pub ka_rate: Option<f64>,
+    /// Time spent in KA mode (up to the last call into the connection).
+    pub time_in_ka: Duration,
+    /// Mode changes so far.
+    pub mode_changes: u64,
+    /// Fresh KA-Rate echoes received (sender side).
+    pub ka_signals_fresh: u64,
+    /// Leading fragments recorded (receiver side).
+    pub ka_fragments_seen: u64,
+    /// RTT indicators sent.
+    pub indicators_sent: u64,
+    /// Times a KA-mode send was blocked by the window rather than pacing
+    /// (should stay 0: the KA window never limits the paced rate).
+    pub ka_cwnd_limited: u64,
+    /// Challenge ACKs sent (RFC 5961).
+    pub challenge_acks: u64,
+    /// Out-of-order segments dropped because of the range cap.
+    pub ooo_dropped: u64,
+    /// Events dropped because the queue was full.
+    pub events_dropped: u64,
+}

@@ -1,0 +1,387 @@
+//! IPv4/IPv6 fragment reassembly with hard caps (DESIGN §5.2).
+//!
+//! * Each datagram in progress is keyed like RFC 791 / RFC 8200 say
+//!   (IPv4: source, destination, protocol, identification; IPv6: source,
+//!   destination, identification) and keeps its fragments in an ordered map.
+//! * **Overlap** between two fragments of one datagram drops the whole
+//!   datagram (RFC 5722). An **exact duplicate** (same offset and length) is
+//!   dropped alone (RFC 8200 §4.5 allows this), so path duplication does not
+//!   destroy datagrams.
+//! * **Memory**: every held fragment is charged its length plus
+//!   [`PIECE_OVERHEAD`] bytes (so floods of tiny fragments are bounded too);
+//!   the total never exceeds `max_bytes` (default 4 MiB). To make room the
+//!   oldest datagrams are evicted; a fragment that cannot fit is dropped.
+//! * **Time**: a datagram not completed within `timeout` (default 30 s) of
+//!   its first fragment is dropped.
+//! * **Count**: at most `max_datagrams` in progress; beyond, the oldest is
+//!   evicted.
+//! * Fragments that would make a datagram longer than `max_datagram_len`, or
+//!   non-final fragments whose length is not a multiple of 8, are dropped.
+
+use crate::config::ReassemblyConfig;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// Bookkeeping charged per held fragment on top of its payload.
+pub const PIECE_OVERHEAD: usize = 64;
+
+/// Identifies a datagram being reassembled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FragKey {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// IPv4 protocol (0 for IPv6).
+    pub proto: u8,
+    /// Identification (IPv4: 16 bits).
+    pub ident: u32,
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReassemblyStats {
+    /// Fragments offered.
+    pub fragments: u64,
+    /// Datagrams completed.
+    pub completed: u64,
+    /// Datagrams dropped for overlapping fragments.
+    pub overlaps: u64,
+    /// Exact duplicate fragments dropped.
+    pub duplicates: u64,
+    /// Datagrams dropped because they timed out.
+    pub timeouts: u64,
+    /// Datagrams evicted (memory or count cap).
+    pub evicted: u64,
+    /// Fragments dropped as invalid or unfittable.
+    pub invalid: u64,
+}
+
+#[derive(Debug)]
+struct Datagram {
+    created: Instant,
+    deadline: Instant,
+    pieces: BTreeMap<usize, Vec<u8>>,
+    total_len: Option<usize>,
+    charged: usize,
+    /// Upper-layer protocol, from the offset-0 fragment (IPv6: the Fragment
+    /// header's Next Header; IPv4: the IP protocol).
+    proto: Option<u8>,
+}
+
+/// A completed datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reassembled {
+    /// The datagram's key.
+    pub key: FragKey,
+    /// Upper-layer protocol.
+    pub proto: u8,
+    /// The whole payload (fragmentable part).
+    pub payload: Vec<u8>,
+}
+
+/// The reassembly buffer.
+#[derive(Debug)]
+pub struct Reassembler {
+    cfg: ReassemblyConfig,
+    datagrams: HashMap<FragKey, Datagram>,
+    charged: usize,
+    stats: ReassemblyStats,
+}
+
+impl Reassembler {
+    /// An empty buffer with these limits.
+    pub fn new(cfg: ReassemblyConfig) -> Self {
+        Reassembler {
+            cfg,
+            datagrams: HashMap::new(),
+            charged: 0,
+            stats: ReassemblyStats::default(),
+        }
+    }
+
+    /// Bytes currently charged (payload + per-fragment overhead); never
+    /// above `max_bytes`.
+    pub fn memory(&self) -> usize {
+        self.charged
+    }
+
+    /// Datagrams in progress.
+    pub fn in_progress(&self) -> usize {
+        self.datagrams.len()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ReassemblyStats {
+        self.stats
+    }
+
+    /// The earliest expiry of a datagram in progress.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.datagrams.values().map(|d| d.deadline).min()
+    }
+
+    /// Drops datagrams whose time is up.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<FragKey> = self
+            .datagrams
+            .iter()
+            .filter(|(_, d)| d.deadline <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in expired {
+            self.remove(&k);
+            self.stats.timeouts += 1;
+        }
+    }
+
+    fn remove(&mut self, key: &FragKey) {
+        if let Some(d) = self.datagrams.remove(key) {
+            self.charged -= d.charged;
+        }
+    }
+
+    fn evict_oldest(&mut self, except: &FragKey) -> bool {
+        let oldest = self
+            .datagrams
+            .iter()
+            .filter(|(k, _)| *k != except)
+            .min_by_key(|(k, d)| (d.created, k.ident))
+            .map(|(k, _)| *k);
+        match oldest {
+            Some(k) => {
+                self.remove(&k);
+                self.stats.evicted += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Offers one fragment: `offset` in bytes, `more` = MF, `data` its
+    /// payload, `proto` the upper-layer protocol if this fragment names it
+    /// (offset 0). Returns the datagram when this fragment completes it.
+    pub fn insert(
+        &mut self,
+        now: Instant,
+        key: FragKey,
+        offset: usize,
+        more: bool,
+        data: &[u8],
+        proto: Option<u8>,
+    ) -> Option<Reassembled> {
+        self.stats.fragments += 1;
+        self.handle_timeout(now);
+        let end = offset.saturating_add(data.len());
+        if data.is_empty() || end > self.cfg.max_datagram_len || (more && !data.len().is_multiple_of(8)) {
+            self.stats.invalid += 1;
+            return None;
+        }
+        let cost = data.len() + PIECE_OVERHEAD;
+        if cost > self.cfg.max_bytes {
+            self.stats.invalid += 1;
+            return None;
+        }
+        if !self.datagrams.contains_key(&key) {
+            while self.datagrams.len() >= self.cfg.max_datagrams.max(1) {
+                if !self.evict_oldest(&key) {
+                    break;
+                }
+            }
+            self.datagrams.insert(
+                key,
+                Datagram {
+                    created: now,
+                    deadline: now + self.cfg.timeout,
+                    pieces: BTreeMap::new(),
+                    total_len: None,
+                    charged: 0,
+                    proto: None,
+                },
+            );
+        }
+        // overlap / duplicate / length consistency
+        let verdict = {
+            let d = self.datagrams.get(&key)?;
+            check(d, offset, end, more)
+        };
+        match verdict {
+            Verdict::Duplicate => {
+                self.stats.duplicates += 1;
+                return None;
+            }
+            Verdict::Bad => {
+                self.remove(&key);
+                self.stats.overlaps += 1;
+                return None;
+            }
+            Verdict::Ok => {}
+        }
+        // memory
+        while self.charged + cost > self.cfg.max_bytes {
+            if !self.evict_oldest(&key) {
+                break;
+            }
+        }
+        if self.charged + cost > self.cfg.max_bytes {
+            self.stats.invalid += 1;
+            return None;
+        }
+        let d = self.datagrams.get_mut(&key)?;
+        d.pieces.insert(offset, data.to_vec());
+        d.charged += cost;
+        if !more {
+            d.total_len = Some(end);
+        }
+        if offset == 0 && proto.is_some() {
+            d.proto = proto;
+        }
+        self.charged += cost;
+        // complete?
+        let total = d.total_len?;
+        let mut cursor = 0;
+        for (&o, p) in &d.pieces {
+            if o != cursor {
+                return None;
+            }
+            cursor += p.len();
+        }
+        if cursor != total {
+            return None;
+        }
+        let d = self.datagrams.remove(&key)?;
+        self.charged -= d.charged;
+        let mut payload = Vec::with_capacity(total);
+        for p in d.pieces.values() {
+            payload.extend_from_slice(p);
+        }
+        self.stats.completed += 1;
+        Some(Reassembled {
+            key,
+            proto: d.proto.unwrap_or(key.proto),
+            payload,
+        })
+    }
+}
+
+enum Verdict {
+    Ok,
+    Duplicate,
+    Bad,
+}
+
+fn check(d: &Datagram, offset: usize, end: usize, more: bool) -> Verdict {
+    if d.pieces
+        .get(&offset)
+        .is_some_and(|p| offset + p.len() == end)
+    {
+        return Verdict::Duplicate;
+    }
+    // the piece starting at or before `offset`, and those starting inside
+    let before = d.pieces.range(..=offset).next_back();
+    if before.is_some_and(|(&o, p)| o + p.len() > offset) {
+        return Verdict::Bad;
+    }
+    if d.pieces.range(offset..end).next().is_some() {
+        return Verdict::Bad;
+    }
+    match d.total_len {
+        Some(t) if end > t || (!more && end != t) => return Verdict::Bad,
+        _ => {}
+    }
+    if !more
+        && d.pieces
+            .iter()
+            .next_back()
+            .is_some_and(|(o, p)| o + p.len() > end)
+    {
+        return Verdict::Bad;
+    }
+    Verdict::Ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn key(ident: u32) -> FragKey {
+        FragKey {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            proto: 6,
+            ident,
+        }
+    }
+
+    fn cfg() -> ReassemblyConfig {
+        ReassemblyConfig::default()
+    }
+
+    #[test]
+    fn reassembles_out_of_order_with_duplicates() {
+        let t = Instant::now();
+        let mut r = Reassembler::new(cfg());
+        let data: Vec<u8> = (0..100u8).collect();
+        assert!(r.insert(t, key(1), 48, false, &data[48..], None).is_none());
+        assert!(r.insert(t, key(1), 48, false, &data[48..], None).is_none());
+        assert_eq!(r.stats().duplicates, 1);
+        assert!(r.insert(t, key(1), 24, true, &data[24..48], None).is_none());
+        let done = r.insert(t, key(1), 0, true, &data[..24], Some(6)).unwrap();
+        assert_eq!(done.payload, data);
+        assert_eq!(done.proto, 6);
+        assert_eq!(r.memory(), 0);
+        assert_eq!(r.in_progress(), 0);
+    }
+
+    #[test]
+    fn overlap_drops_datagram() {
+        let t = Instant::now();
+        let mut r = Reassembler::new(cfg());
+        let data = [0u8; 64];
+        r.insert(t, key(2), 0, true, &data[..32], Some(6));
+        assert!(r.insert(t, key(2), 24, false, &data[24..], None).is_none());
+        assert_eq!(r.stats().overlaps, 1);
+        assert_eq!(r.in_progress(), 0);
+        assert_eq!(r.memory(), 0);
+        // the rest of the original datagram can't complete it any more
+        assert!(r.insert(t, key(2), 32, false, &data[32..], None).is_none());
+        assert_eq!(r.in_progress(), 1);
+    }
+
+    #[test]
+    fn timeout_and_caps() {
+        let t = Instant::now();
+        let mut r = Reassembler::new(ReassemblyConfig {
+            max_bytes: 10 * (64 + PIECE_OVERHEAD),
+            max_datagrams: 4,
+            ..cfg()
+        });
+        let data = [0u8; 64];
+        for i in 0..20 {
+            r.insert(t, key(i), 0, true, &data, Some(6));
+            assert!(r.in_progress() <= 4);
+            assert!(r.memory() <= 10 * (64 + PIECE_OVERHEAD));
+        }
+        assert_eq!(r.poll_timeout(), Some(t + Duration::from_secs(30)));
+        r.handle_timeout(t + Duration::from_secs(30));
+        assert_eq!(r.in_progress(), 0);
+        assert_eq!(r.memory(), 0);
+    }
+
+    #[test]
+    fn invalid_fragments() {
+        let t = Instant::now();
+        let mut r = Reassembler::new(cfg());
+        // non-final fragment not a multiple of 8
+        assert!(r.insert(t, key(3), 0, true, &[0u8; 13], Some(6)).is_none());
+        // beyond 64 KiB
+        assert!(
+            r.insert(t, key(3), 65_528, false, &[0u8; 16], None)
+                .is_none()
+        );
+        assert_eq!(r.stats().invalid, 2);
+        assert_eq!(r.in_progress(), 0);
+    }
+}

@@ -1,0 +1,287 @@
+//! Command line of `ka-router` (clap derive).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use ka_codec::units::{parse_duration, parse_rate};
+use ka_router::shell::{Pacer, ShellConfig, TunOptions};
+
+use crate::realtime;
+use ka_router::{PortConfig, Signalling};
+
+const UNITS: &str = "\
+UNITS:
+  Rates are bits per second: 100mbit, 1.5gbit, 500kbit, 20Mbit/s, 10mbps (= 10 megabit/s),
+  or a bare number of bit/s. Byte rates (MB/s) are refused.
+  Durations need a unit: 50ms, 250us, 1.5s (a bare 0 is fine).
+
+EXAMPLE:
+  ka-router --in kt0 --out kt1 --rate 20mbit --delay 20ms --pcap ka.pcap --metrics 127.0.0.1:9100
+
+The router attaches to the two TUN devices (creating them if absent), so it is the only wire
+between whatever sits behind them. Stop it with Ctrl-C or SIGTERM; it flushes the capture and
+prints its final counters. Logging: RUST_LOG=debug (default info).";
+
+/// Kick-Ass router: shapes two directions between TUN devices and signals the fair-share
+/// rate to senders by fragmenting packets (leading-fragment length encodes the rate).
+#[derive(Debug, Parser)]
+#[command(name = "ka-router", version, after_long_help = UNITS, after_help = "Units and an example: --help")]
+pub struct Args {
+    /// TUN device on the sender side: packets read here go out through --out at --rate.
+    /// Attached to if it exists (made with `ip tuntap add NAME mode tun`), created otherwise.
+    #[arg(long = "in", value_name = "DEV")]
+    pub in_dev: String,
+
+    /// TUN device on the receiver side: packets read here go back through --in at
+    /// --reverse-rate.
+    #[arg(long = "out", value_name = "DEV")]
+    pub out_dev: String,
+
+    /// Capacity C of the forward (in → out) direction, bit/s: e.g. 100mbit, 1gbit.
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub rate: u64,
+
+    /// Capacity of the reverse (out → in) direction [default: same as --rate].
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub reverse_rate: Option<u64>,
+
+    /// One-way propagation delay added in each direction after serialisation, e.g. 50ms
+    /// (the round trip grows by twice this).
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "0")]
+    pub delay: Duration,
+
+    /// Drop-tail queue limit per direction, in packets. The port stops signalling (TCP mode)
+    /// while the queue is at or above half of it.
+    #[arg(long, value_name = "PACKETS", default_value_t = 1000)]
+    pub queue: usize,
+
+    /// Path RTT d the rate controller assumes until the first RTT-indicator packet arrives.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "100ms")]
+    pub rtt: Duration,
+
+    /// RCP α: weight of the spare-capacity term.
+    #[arg(long, default_value_t = 0.1)]
+    pub alpha: f64,
+
+    /// RCP β: weight of the queue-drain term.
+    #[arg(long, default_value_t = 1.0)]
+    pub beta: f64,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100). Off by default.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+
+    /// Write every packet the router sends to this pcap file (raw IP, wall-clock times).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+
+    /// Signal rates in IPv6 packets too (by inserting a Fragment header).
+    #[arg(long, value_name = "on|off", value_enum, default_value = "on")]
+    pub ipv6_signal: OnOff,
+
+    /// How to tell senders the rate: ka (fragment lengths), rcp (native RCP IPv4 option,
+    /// baseline), none (plain drop-tail shaper).
+    #[arg(long, value_enum, default_value = "ka")]
+    pub signalling: SignallingArg,
+
+    /// MTU set on both devices.
+    #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+    pub mtu: u16,
+
+    /// Pacing: how long before a departure the forwarding thread stops sleeping and spins.
+    /// Larger is more precise and costs CPU.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "200us")]
+    pub spin: Duration,
+
+    /// Run the forwarding (pacing) thread with real-time priority PRIO (SCHED_FIFO, 1–99;
+    /// needs root or CAP_SYS_NICE). Keeps departures on time on a busy host; the thread spins
+    /// up to --spin before each departure, so at Gbit/s rates it occupies a core.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub realtime: Option<i32>,
+
+    /// Diagnostic and benchmark baseline: forward every packet at once, unshaped and
+    /// unmodified, through the same I/O loop (rate, delay, queue and signalling are ignored).
+    #[arg(long)]
+    pub passthrough: bool,
+}
+
+/// `on` / `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// `--signalling` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SignallingArg {
+    /// Kick-Ass: stamp the rate into leading-fragment lengths.
+    Ka,
+    /// Native RCP: lower the rate in the IPv4 RCP option.
+    Rcp,
+    /// No signalling: a plain drop-tail shaper.
+    None,
+}
+
+fn rate(s: &str) -> Result<u64, String> {
+    match parse_rate(s) {
+        Ok(0) => Err("the rate must be above 0".into()),
+        Ok(r) => Ok(r),
+        Err(e) => Err(format!("{e} (try e.g. 100mbit, 1.5gbit, 500kbit)")),
+    }
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| format!("{e} (try e.g. 50ms, 250us, 1s)"))
+}
+
+impl Args {
+    /// The two ports' configurations (forward, reverse), validated.
+    pub fn port_configs(&self) -> anyhow::Result<(PortConfig, PortConfig)> {
+        let make = |capacity: u64| -> anyhow::Result<PortConfig> {
+            let mut c = PortConfig::new(capacity);
+            c.queue_limit = self.queue;
+            c.delay = self.delay;
+            c.initial_rtt = self.rtt;
+            c.rcp.alpha = self.alpha;
+            c.rcp.beta = self.beta;
+            c.ipv6_signal = self.ipv6_signal == OnOff::On;
+            c.signalling = match self.signalling {
+                SignallingArg::Ka => Signalling::Ka,
+                SignallingArg::Rcp => Signalling::NativeRcp,
+                SignallingArg::None => Signalling::None,
+            };
+            c.validate()
+                .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+            Ok(c)
+        };
+        Ok((
+            make(self.rate)?,
+            make(self.reverse_rate.unwrap_or(self.rate))?,
+        ))
+    }
+
+    /// The I/O shell's configuration.
+    pub fn shell_config(&self) -> ShellConfig {
+        let mut s = ShellConfig::new(&self.in_dev, &self.out_dev);
+        s.tun = TunOptions {
+            mtu: self.mtu,
+            up: true,
+        };
+        s.metrics = self.metrics;
+        s.pcap = self.pcap.clone();
+        s.pacer = Pacer::new(self.spin);
+        s.pacing_thread_init = self.realtime.map(realtime::init);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("ka-router").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_human_units_and_defaults() {
+        let a = parse(&[
+            "--in", "kt0", "--out", "kt1", "--rate", "100mbit", "--delay", "50ms",
+        ])
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        assert_eq!(f.capacity_bps, 100_000_000);
+        assert_eq!(r.capacity_bps, 100_000_000);
+        assert_eq!(f.delay, Duration::from_millis(50));
+        assert_eq!(f.queue_limit, 1000);
+        assert_eq!(f.initial_rtt, Duration::from_millis(100));
+        assert_eq!(f.signalling, Signalling::Ka);
+        assert!(f.ipv6_signal);
+        assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
+        assert!(a.realtime.is_none());
+        let s = a.shell_config();
+        assert_eq!(
+            (s.in_dev.as_str(), s.out_dev.as_str(), s.tun.mtu),
+            ("kt0", "kt1", 1500)
+        );
+    }
+
+    #[test]
+    fn every_option() {
+        let a = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "20mbit",
+            "--reverse-rate",
+            "1.5gbit",
+            "--queue",
+            "64",
+            "--rtt",
+            "40ms",
+            "--alpha",
+            "0.3",
+            "--beta",
+            "0.5",
+            "--metrics",
+            "127.0.0.1:9100",
+            "--pcap",
+            "x.pcap",
+            "--ipv6-signal",
+            "off",
+            "--signalling",
+            "rcp",
+        ])
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        assert_eq!(
+            (f.capacity_bps, r.capacity_bps),
+            (20_000_000, 1_500_000_000)
+        );
+        assert_eq!(f.queue_limit, 64);
+        assert_eq!(r.initial_rtt, Duration::from_millis(40));
+        assert_eq!((f.rcp.alpha, f.rcp.beta), (0.3, 0.5));
+        assert!(!r.ipv6_signal);
+        assert_eq!(r.signalling, Signalling::NativeRcp);
+        assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+    }
+
+    #[test]
+    fn rejects_bad_units() {
+        for bad in [
+            &["--in", "a", "--out", "b", "--rate", "100MB/s"][..],
+            &["--in", "a", "--out", "b", "--rate", "0"],
+            &[
+                "--in", "a", "--out", "b", "--rate", "1mbit", "--delay", "50",
+            ],
+            &["--in", "a", "--out", "b"],
+            &[
+                "--in",
+                "a",
+                "--out",
+                "b",
+                "--rate",
+                "1mbit",
+                "--ipv6-signal",
+                "maybe",
+            ],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+        let a = parse(&["--in", "a", "--out", "b", "--rate", "1mbit", "--alpha=-1"]).unwrap();
+        assert!(a.port_configs().is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! Ingress: validate, classify, decrement TTL, spot RTT indicators.
+//!
+//! The rule for what arrives at [`crate::Port::push`] (also in the crate
+//! docs):
+//!
+//! * empty, or longer than [`MAX_PACKET_LEN`] → dropped as malformed;
+//! * first nibble 4: must pass `Ipv4Packet::new_checked` (IHL ≥ 5, header
+//!   within the buffer, `header_len ≤ total_len ≤ buffer`) and the header
+//!   checksum, else dropped as malformed;
+//! * first nibble 6: must pass `Ipv6Packet::new_checked` (40-byte header,
+//!   `40 + payload_len ≤ buffer`), else dropped as malformed;
+//! * any other first nibble → not IP: forwarded untouched (queued, shaped,
+//!   delayed, never stamped);
+//! * IP bytes past the header's total length (link padding) are cut off;
+//! * with `decrement_ttl`, an IP packet arriving with TTL / hop limit ≤ 1 is
+//!   dropped (no ICMP), every other one leaves with one less (IPv4 header
+//!   checksum recomputed);
+//! * IPv4 with DF and total length 600…611, or IPv6 with total length
+//!   600…611 and no Fragment header, is an RTT indicator (it is never
+//!   stamped either way).
+
+use ka_codec::rtt;
+use ka_codec::wire::{ipv4::Ipv4Packet, ipv6::Ipv6Packet};
+
+/// The largest packet a port accepts: an IPv6 packet with a 65 535-byte
+/// payload (40 + 65 535). Larger input is dropped as malformed, which caps
+/// the memory the queue can hold at `queue_limit · MAX_PACKET_LEN` plus the
+/// buffer slack documented on [`crate::Port::push`].
+pub const MAX_PACKET_LEN: usize = 40 + 65_535;
+
+/// What ingress made of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Ipv4 { indicator: Option<u8> },
+    Ipv6 { indicator: Option<u8> },
+    NonIp,
+}
+
+/// Why ingress dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reject {
+    Malformed,
+    TtlExpired,
+}
+
+/// Validates and prepares `packet` in place (see the module docs).
+pub(crate) fn ingress(packet: &mut Vec<u8>, decrement_ttl: bool) -> Result<Kind, Reject> {
+    if packet.is_empty() || packet.len() > MAX_PACKET_LEN {
+        return Err(Reject::Malformed);
+    }
+    match ka_codec::wire::ip_version(packet) {
+        Some(4) => {
+            let (total, indicator) = {
+                let mut p = Ipv4Packet::new_checked(packet.as_mut_slice())
+                    .map_err(|_| Reject::Malformed)?;
+                if !p.verify_checksum() {
+                    return Err(Reject::Malformed);
+                }
+                if decrement_ttl {
+                    let ttl = p.ttl();
+                    if ttl <= 1 {
+                        return Err(Reject::TtlExpired);
+                    }
+                    p.set_ttl(ttl - 1);
+                    p.fill_checksum();
+                }
+                (p.total_len(), rtt::classify(p.total_len(), p.dont_frag()))
+            };
+            packet.truncate(total);
+            Ok(Kind::Ipv4 { indicator })
+        }
+        Some(6) => {
+            let total = {
+                let mut p = Ipv6Packet::new_checked(packet.as_mut_slice())
+                    .map_err(|_| Reject::Malformed)?;
+                if decrement_ttl {
+                    let hl = p.hop_limit();
+                    if hl <= 1 {
+                        return Err(Reject::TtlExpired);
+                    }
+                    p.set_hop_limit(hl - 1);
+                }
+                p.total_len()
+            };
+            packet.truncate(total);
+            Ok(Kind::Ipv6 {
+                indicator: crate::stamp::is_ipv6_indicator(packet),
+            })
+        }
+        _ => Ok(Kind::NonIp),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(total: usize, df: bool, ttl: u8) -> Vec<u8> {
+        let mut b = vec![0u8; total + 3]; // 3 bytes of link padding
+        b[0] = 0x45;
+        b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        if df {
+            b[6] = 0x40;
+        }
+        b[8] = ttl;
+        b[9] = 6;
+        let mut p = Ipv4Packet::new_unchecked(&mut b[..]);
+        p.fill_checksum();
+        b
+    }
+
+    #[test]
+    fn ipv4_ttl_and_indicator() {
+        let mut b = v4(605, true, 64);
+        assert_eq!(ingress(&mut b, true), Ok(Kind::Ipv4 { indicator: Some(5) }));
+        assert_eq!(b.len(), 605);
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.ttl(), 63);
+        assert!(p.verify_checksum());
+        let mut b = v4(605, false, 64);
+        assert_eq!(ingress(&mut b, false), Ok(Kind::Ipv4 { indicator: None }));
+        assert_eq!(Ipv4Packet::new_checked(&b[..]).unwrap().ttl(), 64);
+        let mut b = v4(100, false, 1);
+        assert_eq!(ingress(&mut b, true), Err(Reject::TtlExpired));
+        let mut b = v4(100, false, 1);
+        assert!(ingress(&mut b, false).is_ok());
+    }
+
+    #[test]
+    fn bad_checksum_and_truncation_are_malformed() {
+        let mut b = v4(100, false, 64);
+        b[10] ^= 1;
+        assert_eq!(ingress(&mut b, true), Err(Reject::Malformed));
+        let mut b = v4(100, false, 64);
+        b.truncate(50);
+        assert_eq!(ingress(&mut b, true), Err(Reject::Malformed));
+        assert_eq!(ingress(&mut vec![0x45; 10], true), Err(Reject::Malformed));
+        assert_eq!(ingress(&mut vec![], true), Err(Reject::Malformed));
+        assert_eq!(ingress(&mut vec![0x60; 39], true), Err(Reject::Malformed));
+        assert_eq!(
+            ingress(&mut vec![0; MAX_PACKET_LEN + 1], true),
+            Err(Reject::Malformed)
+        );
+    }
+
+    #[test]
+    fn non_ip_passes() {
+        assert_eq!(ingress(&mut vec![0x20, 1, 2], true), Ok(Kind::NonIp));
+    }
+
+    #[test]
+    fn ipv6_hop_limit_and_indicator() {
+        let mut b = vec![0u8; 610];
+        b[0] = 0x60;
+        b[4..6].copy_from_slice(&570u16.to_be_bytes());
+        b[6] = 59;
+        b[7] = 2;
+        assert_eq!(
+            ingress(&mut b, true),
+            Ok(Kind::Ipv6 {
+                indicator: Some(10)
+            })
+        );
+        assert_eq!(b[7], 1);
+        assert_eq!(ingress(&mut b, true), Err(Reject::TtlExpired));
+    }
+}

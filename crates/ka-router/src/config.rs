@@ -1,0 +1,219 @@
+//! Port configuration (DESIGN §4): capacity, queue, delay, RTT default,
+//! signalling kind and the knobs of the rate controller and the TCP-mode
+//! detector.
+
+use std::time::Duration;
+
+use ka_codec::scale::Scale;
+
+/// How a port tells senders its rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Signalling {
+    /// Kick-Ass: fragment on dequeue so the leading fragment's payload length
+    /// encodes the rate (DESIGN §4.2). The TCP-mode detector is active.
+    #[default]
+    Ka,
+    /// Native RCP baseline: lower the rate field of the IPv4 RCP option
+    /// (type 30, DESIGN §3.4) to our rate; never fragment. No TCP mode.
+    NativeRcp,
+    /// Plain drop-tail port: shapes, delays and counts, never signals.
+    None,
+}
+
+/// Knobs of the RCP controller (DESIGN §4.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RcpConfig {
+    /// α, weight of the spare-capacity term. Default 0.1.
+    pub alpha: f64,
+    /// β, weight of the queue-drain term. Default 1.0.
+    pub beta: f64,
+    /// R₀ as a fraction of C. Default 0.05.
+    pub initial_frac: f64,
+    /// R_min in B/ms; R never goes below `min(min_rate, C)`.
+    ///
+    /// Default: half the smallest rate the paper scale can encode
+    /// (R(24)/2 ≈ 7.5 B/ms ≈ 60 kbit/s). Below the smallest encodable rate
+    /// the port stops signalling (senders fall back to TCP); keeping R_min
+    /// only one factor of two below it means the rate climbs back into the
+    /// encodable range within a few RTTs once the load goes away, instead of
+    /// from an arbitrarily small value.
+    pub min_rate: f64,
+    /// Upper bound of the control interval: T = min(d, max_interval).
+    /// Default 10 ms.
+    pub max_interval: Duration,
+    /// EWMA gain for the RTT estimate d from RTT indicators. Default 0.02.
+    pub rtt_gain: f64,
+}
+
+impl Default for RcpConfig {
+    fn default() -> Self {
+        Self {
+            alpha: 0.1,
+            beta: 1.0,
+            initial_frac: 0.05,
+            min_rate: Scale::PAPER.rate_of_len(Scale::PAPER.min_len as usize) / 2.0,
+            max_interval: Duration::from_millis(10),
+            rtt_gain: 0.02,
+        }
+    }
+}
+
+/// Knobs of the router's TCP-mode detector (DESIGN §4.4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModeConfig {
+    /// Enter TCP mode when the queue holds at least
+    /// `ceil(threshold_frac · queue_limit)` packets (at least 1). Default 0.5.
+    pub threshold_frac: f64,
+    /// How long the queue must stay below the threshold before the port
+    /// leaves TCP mode. `None` (default) = one average RTT d, read when the
+    /// hold is evaluated.
+    pub hold: Option<Duration>,
+}
+
+impl Default for ModeConfig {
+    fn default() -> Self {
+        Self {
+            threshold_frac: 0.5,
+            hold: None,
+        }
+    }
+}
+
+/// Configuration of one direction of the router.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PortConfig {
+    /// C in bit/s: the shaper's line rate and the controller's capacity.
+    pub capacity_bps: u64,
+    /// Drop-tail queue limit in packets. Default 1000.
+    pub queue_limit: usize,
+    /// One-way propagation delay added after serialisation. Default 0.
+    pub delay: Duration,
+    /// d before the first RTT indicator arrives. Default 100 ms.
+    pub initial_rtt: Duration,
+    /// How the port signals its rate. Default [`Signalling::Ka`].
+    pub signalling: Signalling,
+    /// Stamp IPv6 packets (Fragment header insertion). Default true.
+    pub ipv6_signal: bool,
+    /// RCP controller knobs (used by [`crate::Port::new`]).
+    pub rcp: RcpConfig,
+    /// TCP-mode detector knobs.
+    pub mode: ModeConfig,
+    /// Decrement IPv4 TTL / IPv6 hop limit once per packet, dropping packets
+    /// that expire. Default true.
+    pub decrement_ttl: bool,
+    /// The rate ↔ length scale. Default [`Scale::PAPER`].
+    pub scale: Scale,
+    /// Whole packets too short to carry the wanted code saturate (carry the
+    /// largest code below their payload) only from this payload size on;
+    /// smaller ones stay untouched. Default
+    /// [`crate::stamp::DEFAULT_SATURATE_MIN_PAYLOAD`] (1200); 0 = always
+    /// saturate. See [`crate::stamp`].
+    pub saturate_min_payload: usize,
+}
+
+impl PortConfig {
+    /// All defaults with capacity C = `capacity_bps` bit/s.
+    pub fn new(capacity_bps: u64) -> Self {
+        Self {
+            capacity_bps,
+            queue_limit: 1000,
+            delay: Duration::ZERO,
+            initial_rtt: Duration::from_millis(100),
+            signalling: Signalling::Ka,
+            ipv6_signal: true,
+            rcp: RcpConfig::default(),
+            mode: ModeConfig::default(),
+            decrement_ttl: true,
+            scale: Scale::PAPER,
+            saturate_min_payload: crate::stamp::DEFAULT_SATURATE_MIN_PAYLOAD,
+        }
+    }
+
+    /// C in bytes per millisecond (the controller's unit).
+    pub fn capacity_bytes_per_ms(&self) -> f64 {
+        self.capacity_bps as f64 / 8000.0
+    }
+
+    /// Checks the configuration for values that make no sense.
+    ///
+    /// [`crate::Port::new`] never fails: it clamps what this rejects
+    /// (capacity to ≥ 1 bit/s, non-finite or negative knobs to their
+    /// defaults, a zero RTT to 1 µs; an invalid scale means the port never
+    /// stamps). Front ends should call this first and
+    /// report the error.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.capacity_bps == 0 {
+            return Err(ConfigError::ZeroCapacity);
+        }
+        let finite_nonneg = |v: f64| v.is_finite() && v >= 0.0;
+        let r = &self.rcp;
+        for (name, v) in [
+            ("alpha", r.alpha),
+            ("beta", r.beta),
+            ("min_rate", r.min_rate),
+            ("rtt_gain", r.rtt_gain),
+            ("threshold_frac", self.mode.threshold_frac),
+        ] {
+            if !finite_nonneg(v) {
+                return Err(ConfigError::BadValue(name));
+            }
+        }
+        if !(r.initial_frac.is_finite() && r.initial_frac > 0.0 && r.initial_frac <= 1.0) {
+            return Err(ConfigError::BadValue("initial_frac"));
+        }
+        if r.rtt_gain > 1.0 {
+            return Err(ConfigError::BadValue("rtt_gain"));
+        }
+        if r.max_interval.is_zero() {
+            return Err(ConfigError::BadValue("max_interval"));
+        }
+        if self.initial_rtt.is_zero() {
+            return Err(ConfigError::BadValue("initial_rtt"));
+        }
+        if self.scale.validate().is_err() {
+            return Err(ConfigError::BadScale);
+        }
+        Ok(())
+    }
+
+    /// The configuration with every out-of-range value clamped (see
+    /// [`PortConfig::validate`]).
+    pub(crate) fn sanitized(mut self) -> Self {
+        let def = RcpConfig::default();
+        self.capacity_bps = self.capacity_bps.max(1);
+        let fix = |v: f64, d: f64| if v.is_finite() && v >= 0.0 { v } else { d };
+        self.rcp.alpha = fix(self.rcp.alpha, def.alpha);
+        self.rcp.beta = fix(self.rcp.beta, def.beta);
+        self.rcp.min_rate = fix(self.rcp.min_rate, def.min_rate);
+        self.rcp.rtt_gain = fix(self.rcp.rtt_gain, def.rtt_gain).min(1.0);
+        if !(self.rcp.initial_frac.is_finite()
+            && self.rcp.initial_frac > 0.0
+            && self.rcp.initial_frac <= 1.0)
+        {
+            self.rcp.initial_frac = def.initial_frac;
+        }
+        if self.rcp.max_interval.is_zero() {
+            self.rcp.max_interval = def.max_interval;
+        }
+        self.mode.threshold_frac = fix(self.mode.threshold_frac, 0.5);
+        if self.initial_rtt.is_zero() {
+            self.initial_rtt = Duration::from_micros(1);
+        }
+        self
+    }
+}
+
+/// A configuration value [`PortConfig::validate`] rejects.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `capacity_bps` is zero.
+    #[error("capacity must be positive")]
+    ZeroCapacity,
+    /// The named knob is out of range (negative, non-finite, zero where a
+    /// positive value is needed, or a fraction above 1).
+    #[error("bad value for `{0}`")]
+    BadValue(&'static str),
+    /// The rate scale is invalid (a port with it would never signal).
+    #[error("invalid rate scale")]
+    BadScale,
+}

@@ -1,0 +1,211 @@
+//! Rate controllers (DESIGN §4.3, paper §III-A).
+//!
+//! The paper insists the KA mechanism is independent of how a router picks
+//! its rate ("the router can use whatever scheme"), so the [`crate::Port`]
+//! talks to a [`RateController`] trait object. [`Rcp`] is the default: the
+//! Rate Control Protocol update as in the reference ns-2 code.
+//!
+//! Units: rates in bytes per millisecond (B/ms), times in milliseconds as
+//! `f64` inside the formula, queue in bytes.
+
+use std::time::Duration;
+
+use crate::config::RcpConfig;
+
+/// What the port measured over one control interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// T: the length of the interval that just ended.
+    pub interval: Duration,
+    /// d: the port's current average RTT (EWMA of RTT indicators).
+    pub rtt: Duration,
+    /// C: the port's capacity in B/ms.
+    pub capacity: f64,
+    /// y: bytes that arrived at the port during the interval, divided by T,
+    /// in B/ms (see the crate docs for what counts as an arrival).
+    pub input_rate: f64,
+    /// q: bytes in the queue at the end of the interval.
+    pub queue_bytes: usize,
+}
+
+/// Upper bound on the iterations the default [`RateController::on_intervals`]
+/// runs for one batch (controllers with a closed form override it).
+pub const MAX_BATCH_ITERATIONS: u64 = 65_536;
+
+/// A router rate controller: called once per control interval, returns the
+/// rate the port advertises.
+///
+/// The port calls nothing while it is in TCP mode (the rate is frozen there),
+/// so an implementation never has to know about modes.
+pub trait RateController: Send {
+    /// One control interval ended with measurement `m`; returns the new rate
+    /// R in B/ms.
+    fn on_interval(&mut self, m: &Measurement) -> f64;
+
+    /// `n` consecutive control intervals with the *same* measurement ended
+    /// (the port batches intervals in which nothing arrived and the queue did
+    /// not change, e.g. after an idle gap). Returns the new rate.
+    ///
+    /// The default runs [`on_interval`](Self::on_interval) `min(n,
+    /// MAX_BATCH_ITERATIONS)` times, so catching up after any idle gap costs
+    /// bounded work; implementations with a closed form should override it.
+    fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
+        for _ in 0..n.min(MAX_BATCH_ITERATIONS) {
+            self.on_interval(m);
+        }
+        self.rate()
+    }
+
+    /// The current rate R in B/ms.
+    fn rate(&self) -> f64;
+}
+
+/// The RCP controller:
+/// `R ← R · (1 + (T/d) · (α·(C − y) − β·q/d) / C)`, clamped to
+/// `[min(R_min, C), C]`, starting at `R₀ = initial_frac · C`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rcp {
+    config: RcpConfig,
+    rate: f64,
+}
+
+/// The smallest d the formula divides by (1 ns, in ms): guards against a
+/// zero RTT producing infinities.
+const MIN_RTT_MS: f64 = 1e-6;
+
+impl Rcp {
+    /// A controller for a link of `capacity` B/ms.
+    pub fn new(config: RcpConfig, capacity: f64) -> Self {
+        let capacity = if capacity.is_finite() && capacity > 0.0 {
+            capacity
+        } else {
+            0.0
+        };
+        let lo = config.min_rate.min(capacity);
+        let rate = (config.initial_frac * capacity).clamp(lo, capacity);
+        Self { config, rate }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RcpConfig {
+        &self.config
+    }
+
+    /// The per-interval multiplier `1 + (T/d)(α(C − y) − βq/d)/C`.
+    fn factor(&self, m: &Measurement) -> f64 {
+        let c = m.capacity;
+        if c.is_nan() || c <= 0.0 {
+            return 1.0;
+        }
+        let t = m.interval.as_secs_f64() * 1e3;
+        let d = (m.rtt.as_secs_f64() * 1e3).max(MIN_RTT_MS);
+        let q = m.queue_bytes as f64;
+        let f =
+            1.0 + (t / d) * (self.config.alpha * (c - m.input_rate) - self.config.beta * q / d) / c;
+        if f.is_nan() { 1.0 } else { f }
+    }
+
+    fn bounds(&self, m: &Measurement) -> (f64, f64) {
+        let hi = m.capacity.max(0.0);
+        (self.config.min_rate.min(hi), hi)
+    }
+}
+
+impl RateController for Rcp {
+    fn on_interval(&mut self, m: &Measurement) -> f64 {
+        let (lo, hi) = self.bounds(m);
+        self.rate = (self.rate * self.factor(m)).clamp(lo, hi);
+        self.rate
+    }
+
+    /// Closed form: with a constant multiplier f the clamped iteration is
+    /// monotone, so n steps equal one step with `f^n` (and any `f ≤ 0` sends
+    /// R to R_min at the first step). The result may differ from n separate
+    /// steps in the last bits of the mantissa.
+    fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
+        if n == 0 {
+            return self.rate;
+        }
+        let (lo, hi) = self.bounds(m);
+        let f = self.factor(m);
+        let r = if f <= 0.0 {
+            lo
+        } else {
+            // Keep R itself in range first: the closed form assumes it.
+            self.rate.clamp(lo, hi) * f.powf(n as f64)
+        };
+        self.rate = if r.is_nan() { lo } else { r.clamp(lo, hi) };
+        self.rate
+    }
+
+    fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(y: f64, q: usize) -> Measurement {
+        Measurement {
+            interval: Duration::from_millis(10),
+            rtt: Duration::from_millis(100),
+            capacity: 1000.0,
+            input_rate: y,
+            queue_bytes: q,
+        }
+    }
+
+    #[test]
+    fn starts_at_initial_fraction() {
+        let r = Rcp::new(RcpConfig::default(), 1000.0);
+        assert!((r.rate() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn formula_one_step() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        // y = 500, q = 10_000 bytes: f = 1 + 0.1·(0.1·500 − 10000/100)/1000
+        let want = 50.0 * (1.0 + 0.1 * (0.1 * 500.0 - 100.0) / 1000.0);
+        let got = r.on_interval(&m(500.0, 10_000));
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    }
+
+    #[test]
+    fn clamps_to_capacity_and_min() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        for _ in 0..10_000 {
+            r.on_interval(&m(0.0, 0));
+        }
+        assert_eq!(r.rate(), 1000.0);
+        for _ in 0..10_000 {
+            r.on_interval(&m(5000.0, 1_000_000));
+        }
+        assert_eq!(r.rate(), RcpConfig::default().min_rate);
+    }
+
+    #[test]
+    fn batch_matches_iteration() {
+        for (y, q) in [(0.0, 0), (900.0, 0), (1200.0, 3000), (100.0, 50)] {
+            let mut a = Rcp::new(RcpConfig::default(), 1000.0);
+            let mut b = a.clone();
+            for _ in 0..137 {
+                a.on_interval(&m(y, q));
+            }
+            b.on_intervals(&m(y, q), 137);
+            let rel = (a.rate() - b.rate()).abs() / a.rate();
+            assert!(rel < 1e-9, "{y} {q}: {} vs {}", a.rate(), b.rate());
+        }
+    }
+
+    #[test]
+    fn huge_negative_factor_goes_to_min() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let mm = Measurement {
+            queue_bytes: usize::MAX / 2,
+            ..m(0.0, 0)
+        };
+        assert_eq!(r.on_intervals(&mm, 3), RcpConfig::default().min_rate);
+    }
+}

@@ -1,0 +1,560 @@
+//! The router's I/O loop: two reader tasks, one pacing thread.
+//!
+//! ```text
+//!  tun in  ──recv──▶ reader task ─┐                        ┌─write──▶ tun out
+//!                                 ├─▶ bounded channel ─▶ pacing thread (owns both ports)
+//!  tun out ──recv──▶ reader task ─┘                        └─write──▶ tun in
+//! ```
+//!
+//! *Why a channel and a thread.* Release times must be met to tens of
+//! microseconds (DESIGN §4.1), which tokio's 1 ms timer cannot do, so one
+//! dedicated thread owns both [`Forwarder`] directions and waits with
+//! [`Pacer`] (block on the channel until shortly before the next departure,
+//! then spin). Reading stays on the tokio runtime, where waiting on two
+//! devices at once (plus signals and the metrics socket) is natural and
+//! cancellation is clean; a reader hands each packet over a bounded
+//! `std::sync::mpsc` channel, whose `recv_timeout` is exactly the "wait for
+//! input or a deadline" primitive the pacer needs. Writes are plain `write(2)`
+//! calls from the pacing thread (a TUN write never blocks), so a packet
+//! leaves at the instant the core releases it. One thread for both
+//! directions keeps the core single-threaded and leaves the second core of a
+//! small machine to the reader and the kernel.
+//!
+//! Arrival times given to the core are taken by the pacing thread when it
+//! drains the channel (one monotonic `now` per batch), so they trail the
+//! actual read by the hand-over latency, microseconds when the thread keeps
+//! up. Captures (`--pcap`) go to their own thread ([`PcapRecorder`]): file
+//! I/O can stall for milliseconds and must never delay a release.
+//!
+//! Memory: the channel holds at most `channel_capacity` packets (default
+//! [`DEFAULT_CHANNEL_CAPACITY`]) of at most 64 KiB each; when it is full the
+//! reader drops and counts (`input_overflow`). The capture queue is capped
+//! the same way ([`DEFAULT_RECORDER_CAPACITY`], dropped records counted). The
+//! cores' own queues are capped by `--queue`.
+
+use std::fs::File;
+use std::future::Future;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tun_rs::AsyncDevice;
+
+use super::forwarder::Forwarder;
+use super::metrics::serve_metrics;
+use super::pacing::{Pacer, Wake};
+use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink};
+use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
+use super::tun::{MAX_PACKET, TunOptions, open_tun_split};
+
+/// Default capacity of the reader → pacing-thread channel, packets.
+pub const DEFAULT_CHANNEL_CAPACITY: usize = 4096;
+/// How often the pacing thread refreshes the published core state.
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+/// Most packets taken from the channel before the due ones are sent.
+const INPUT_BATCH: usize = 256;
+
+/// I/O settings of one router run.
+#[derive(Debug, Clone)]
+pub struct ShellConfig {
+    /// TUN device on the `in` side (forward packets are read here).
+    pub in_dev: String,
+    /// TUN device on the `out` side (forward packets are written here).
+    pub out_dev: String,
+    /// How both devices are opened.
+    pub tun: TunOptions,
+    /// Serve Prometheus metrics here (`None`: no endpoint).
+    pub metrics: Option<SocketAddr>,
+    /// Record every written packet here (`None`: no capture).
+    pub pcap: Option<PathBuf>,
+    /// The pacing thread's wait strategy.
+    pub pacer: Pacer,
+    /// Reader → pacing-thread channel capacity, packets.
+    pub channel_capacity: usize,
+    /// Run on the pacing thread before it starts forwarding.
+    pub pacing_thread_init: Option<ThreadInit>,
+}
+
+impl ShellConfig {
+    /// Defaults for everything but the device names.
+    pub fn new(in_dev: impl Into<String>, out_dev: impl Into<String>) -> Self {
+        Self {
+            in_dev: in_dev.into(),
+            out_dev: out_dev.into(),
+            tun: TunOptions::default(),
+            metrics: None,
+            pcap: None,
+            pacer: Pacer::default(),
+            channel_capacity: DEFAULT_CHANNEL_CAPACITY,
+            pacing_thread_init: None,
+        }
+    }
+}
+
+/// What [`run`] returns after a clean shutdown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    /// Final state of the in → out direction.
+    pub forward: DirectionSummary,
+    /// Final state of the out → in direction.
+    pub reverse: DirectionSummary,
+    /// How precisely the pacing thread met departure times.
+    pub lateness: LatenessStats,
+    /// Capture records dropped because the pcap thread fell behind.
+    pub pcap_dropped: u64,
+}
+
+/// Code the pacing thread runs first, e.g. to raise its scheduling priority
+/// (the `ka-router` binary's `--realtime`). An error is logged, not fatal.
+#[derive(Clone)]
+pub struct ThreadInit(pub Arc<dyn Fn() -> io::Result<()> + Send + Sync>);
+
+impl std::fmt::Debug for ThreadInit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ThreadInit(..)")
+    }
+}
+
+enum Msg {
+    Packet(Direction, Vec<u8>),
+    Stop,
+}
+
+/// Attach to both devices and forward through the forwarder `make` builds
+/// until `shutdown` completes; then flush the pcap and return the final
+/// counters. Must be called inside a tokio runtime with I/O and time enabled.
+///
+/// Errors: opening the devices, the pcap file or the metrics socket, or a
+/// panic of the pacing thread. Read and write errors on the devices are
+/// counted and logged, never fatal (a far interface may be down).
+pub async fn run<F, M, S>(cfg: ShellConfig, make: M, shutdown: S) -> io::Result<RunSummary>
+where
+    F: Forwarder,
+    M: FnOnce(Instant) -> F,
+    S: Future<Output = ()>,
+{
+    let in_h = open_tun_split(&cfg.in_dev, &cfg.tun)?;
+    let out_h = open_tun_split(&cfg.out_dev, &cfg.tun)?;
+    tracing::info!(r#in = %cfg.in_dev, out = %cfg.out_dev, "attached to TUN devices");
+    let pcap = match &cfg.pcap {
+        Some(p) => {
+            let sink = PcapSink::create(p)
+                .map_err(|e| io::Error::new(e.kind(), format!("pcap file {}: {e}", p.display())))?;
+            Some(PcapRecorder::spawn(sink, DEFAULT_RECORDER_CAPACITY)?)
+        }
+        None => None,
+    };
+    let stats = Arc::new(SharedStats::default());
+    let metrics = match cfg.metrics {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("metrics address {addr}: {e}")))?;
+            let bound = listener.local_addr()?;
+            tracing::info!("metrics on http://{bound}/metrics");
+            Some(tokio::spawn(serve_metrics(listener, Arc::clone(&stats))))
+        }
+        None => None,
+    };
+
+    let fwd = make(Instant::now());
+    stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
+    let (tx, rx) = sync_channel(cfg.channel_capacity.max(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let pacing = {
+        let stats = Arc::clone(&stats);
+        let stop = Arc::clone(&stop);
+        // Forward packets leave through `out`, reverse ones through `in`.
+        let writers = [out_h.writer, in_h.writer];
+        let pacer = cfg.pacer;
+        let init = cfg.pacing_thread_init.clone();
+        let pcap = pcap.as_ref().map(PcapRecorder::handle);
+        std::thread::Builder::new()
+            .name("ka-pacing".into())
+            .spawn(move || {
+                if let Some(Err(e)) = init.map(|ThreadInit(f)| f()) {
+                    tracing::warn!("pacing thread set-up failed, continuing: {e}");
+                }
+                pacing_loop(fwd, &rx, &writers, pcap, &stats, pacer, &stop)
+            })?
+    };
+    let readers = [
+        tokio::spawn(read_loop(
+            in_h.reader,
+            Direction::Forward,
+            tx.clone(),
+            Arc::clone(&stats),
+        )),
+        tokio::spawn(read_loop(
+            out_h.reader,
+            Direction::Reverse,
+            tx.clone(),
+            Arc::clone(&stats),
+        )),
+    ];
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    stop.store(true, Ordering::SeqCst);
+    // If the channel is full the thread is busy and sees `stop` anyway.
+    let _ = tx.try_send(Msg::Stop);
+    drop(tx);
+    for r in &readers {
+        r.abort();
+    }
+    if let Some(m) = &metrics {
+        m.abort();
+    }
+    let joined = tokio::task::spawn_blocking(move || pacing.join())
+        .await
+        .map_err(io::Error::other)?;
+    let fwd = joined.map_err(|_| io::Error::other("pacing thread panicked"))?;
+    let pcap_dropped = match pcap {
+        Some(p) => p.finish()?,
+        None => 0,
+    };
+    let summary = |d: Direction| DirectionSummary {
+        io: stats.io(d).load(),
+        core: fwd.stats(d),
+    };
+    Ok(RunSummary {
+        forward: summary(Direction::Forward),
+        reverse: summary(Direction::Reverse),
+        lateness: stats.lateness.load(),
+        pcap_dropped,
+    })
+}
+
+/// Log the 1st, 2nd, 4th, 8th … occurrence only.
+fn worth_logging(count: u64) -> bool {
+    count.is_power_of_two()
+}
+
+async fn read_loop(dev: AsyncDevice, dir: Direction, tx: SyncSender<Msg>, stats: Arc<SharedStats>) {
+    let io = stats.io(dir);
+    let mut buf = vec![0u8; MAX_PACKET];
+    loop {
+        match dev.recv(&mut buf).await {
+            Ok(n) => {
+                let packet = buf.get(..n).unwrap_or(&[]).to_vec();
+                IoCounters::add(&io.packets_in, 1);
+                IoCounters::add(&io.bytes_in, n as u64);
+                match tx.try_send(Msg::Packet(dir, packet)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => IoCounters::add(&io.input_overflow, 1),
+                    Err(TrySendError::Disconnected(_)) => return,
+                }
+            }
+            Err(e) => {
+                let n = io.read_errors.fetch_add(1, Ordering::Relaxed) + 1;
+                if worth_logging(n) {
+                    tracing::warn!(direction = dir.label(), errors = n, "read failed: {e}");
+                }
+                // A vanished device keeps failing; do not spin on it.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Writes one packet and records it; failures are counted, never fatal.
+struct Emitter<'a> {
+    writers: &'a [File; 2],
+    stats: &'a SharedStats,
+    pcap: Option<PcapHandle>,
+}
+
+impl Emitter<'_> {
+    fn emit(&mut self, dir: Direction, packet: Vec<u8>) {
+        let io = self.stats.io(dir);
+        let Some(mut w) = self.writers.get(dir.index()) else {
+            return;
+        };
+        match w.write(&packet) {
+            Ok(n) => {
+                IoCounters::add(&io.packets_out, 1);
+                IoCounters::add(&io.bytes_out, n as u64);
+                if let Some(p) = &self.pcap {
+                    p.record(packet);
+                }
+            }
+            Err(e) => {
+                let n = io.write_errors.fetch_add(1, Ordering::Relaxed) + 1;
+                if worth_logging(n) {
+                    tracing::warn!(
+                        direction = dir.label(),
+                        errors = n,
+                        "write failed (far side down?): {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn publish<F: Forwarder>(fwd: &F, stats: &SharedStats) {
+    stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
+}
+
+fn pacing_loop<F: Forwarder>(
+    mut fwd: F,
+    rx: &Receiver<Msg>,
+    writers: &[File; 2],
+    pcap: Option<PcapHandle>,
+    stats: &SharedStats,
+    pacer: Pacer,
+    stop: &AtomicBool,
+) -> F {
+    let mut out = Emitter {
+        writers,
+        stats,
+        pcap,
+    };
+    let mut clock = Instant::now();
+    let mut next_publish = clock + PUBLISH_EVERY;
+    let mut pending: Option<Msg> = None;
+    let mut stopping = false;
+    'run: loop {
+        // Input first, stamped with one monotonic `now` per batch.
+        clock = clock.max(Instant::now());
+        for _ in 0..INPUT_BATCH {
+            let msg = match pending.take() {
+                Some(m) => m,
+                None => match rx.try_recv() {
+                    Ok(m) => m,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => break 'run,
+                },
+            };
+            match msg {
+                Msg::Packet(dir, p) => fwd.push(dir, clock, p),
+                Msg::Stop => {
+                    // Send what is already due, then leave.
+                    stopping = true;
+                    break;
+                }
+            }
+        }
+        // Then everything due, recording how late each release is.
+        loop {
+            clock = clock.max(Instant::now());
+            let Some(due) = fwd.poll_timeout().filter(|&t| t <= clock) else {
+                break;
+            };
+            let mut sent = false;
+            // One piece per direction per round, so `due` stays exact.
+            for dir in Direction::ALL {
+                if let Some(p) = fwd.poll_transmit(dir, clock) {
+                    let now = Instant::now();
+                    stats.lateness.record(now.saturating_duration_since(due));
+                    out.emit(dir, p);
+                    sent = true;
+                }
+            }
+            if !sent {
+                // The due event was internal (a dequeue into the delay line).
+                break;
+            }
+        }
+        if clock >= next_publish {
+            fwd.handle_timeout(clock);
+            publish(&fwd, stats);
+            next_publish = clock + PUBLISH_EVERY;
+        }
+        if stopping || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let deadline = fwd
+            .poll_timeout()
+            .map_or(next_publish, |t| t.min(next_publish));
+        match pacer.wait(rx, Some(deadline)) {
+            Wake::Message(m) => pending = Some(m),
+            Wake::Deadline => {}
+            Wake::Disconnected => break,
+        }
+    }
+    publish(&fwd, stats);
+    fwd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::forwarder::PassThrough;
+    use crate::shell::stats::CoreStats;
+
+    /// A forwarder that releases each packet `gap` after the previous one,
+    /// to check the loop honours `poll_timeout` precisely.
+    struct Spaced {
+        gap: Duration,
+        next: Option<Instant>,
+        queue: std::collections::VecDeque<Vec<u8>>,
+    }
+
+    impl Forwarder for Spaced {
+        fn push(&mut self, _: Direction, now: Instant, p: Vec<u8>) {
+            self.next.get_or_insert(now + self.gap);
+            self.queue.push_back(p);
+        }
+        fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
+            if dir != Direction::Forward {
+                return None;
+            }
+            let due = self.next?;
+            if now < due {
+                return None;
+            }
+            let p = self.queue.pop_front()?;
+            self.next = if self.queue.is_empty() {
+                None
+            } else {
+                Some(due + self.gap)
+            };
+            Some(p)
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.next
+        }
+        fn handle_timeout(&mut self, _: Instant) {}
+        fn stats(&self, _: Direction) -> CoreStats {
+            CoreStats::default()
+        }
+    }
+
+    fn pipe_writers() -> (tempdir::Dir, [File; 2]) {
+        let d = tempdir::Dir::new();
+        let a = File::create(d.0.join("fwd")).unwrap();
+        let b = File::create(d.0.join("rev")).unwrap();
+        (d, [a, b])
+    }
+
+    mod tempdir {
+        pub struct Dir(pub std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Self {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static N: AtomicU32 = AtomicU32::new(0);
+                let p = std::env::temp_dir().join(format!(
+                    "ka-engine-test-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn loop_releases_on_time_and_stops() {
+        let (dir, writers) = pipe_writers();
+        let writers = &writers;
+        let stats = SharedStats::default();
+        let stats = &stats;
+        let stop = AtomicBool::new(false);
+        let stop = &stop;
+        let (tx, rx) = sync_channel(64);
+        let gap = Duration::from_millis(2);
+        for i in 0..20u8 {
+            tx.send(Msg::Packet(Direction::Forward, vec![i; 100]))
+                .unwrap();
+        }
+        let rec =
+            PcapRecorder::spawn(PcapSink::create(&dir.0.join("x.pcap")).unwrap(), 64).unwrap();
+        let pcap = rec.handle();
+        let start = Instant::now();
+        let h = std::thread::scope(|s| {
+            let h = s.spawn(move || {
+                pacing_loop(
+                    Spaced {
+                        gap,
+                        next: None,
+                        queue: Default::default(),
+                    },
+                    &rx,
+                    writers,
+                    Some(pcap),
+                    stats,
+                    Pacer::default(),
+                    stop,
+                )
+            });
+            // Wait (bounded) until all 20 are written, then stop.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while stats.io(Direction::Forward).load().packets_out < 20 && Instant::now() < deadline
+            {
+                std::thread::yield_now();
+            }
+            tx.send(Msg::Stop).unwrap();
+            h.join().unwrap()
+        });
+        let elapsed = start.elapsed();
+        drop(h);
+        assert_eq!(rec.finish().unwrap(), 0);
+        let io = stats.io(Direction::Forward).load();
+        assert_eq!(io.packets_out, 20);
+        assert_eq!(io.bytes_out, 2000);
+        assert_eq!(
+            stats.lateness.load().count(),
+            20,
+            "one lateness sample per release"
+        );
+        assert_eq!(std::fs::metadata(dir.0.join("fwd")).unwrap().len(), 2000);
+        // 20 releases 2 ms apart take ≥ 40 ms; the loop must not release early.
+        assert!(elapsed >= gap * 20, "{elapsed:?}");
+        let mut r =
+            pcap_file::pcap::PcapReader::new(File::open(dir.0.join("x.pcap")).unwrap()).unwrap();
+        let mut ts = Vec::new();
+        while let Some(p) = r.next_packet() {
+            ts.push(p.unwrap().timestamp);
+        }
+        assert_eq!(ts.len(), 20);
+        // Releases are spaced by the gap (wall clock, so allow scheduling noise
+        // on the median only).
+        let mut gaps: Vec<Duration> = ts.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
+        gaps.sort();
+        let median = gaps[gaps.len() / 2];
+        assert!(
+            median > Duration::from_micros(1800) && median < Duration::from_micros(2300),
+            "{median:?}"
+        );
+    }
+
+    #[test]
+    fn passthrough_loop_counts_write_errors_and_survives() {
+        let (_dir, _) = pipe_writers();
+        // A read-only file: every write fails with EBADF, like EIO on a down TUN.
+        let ro = File::open("/dev/null").unwrap();
+        let writers = [ro.try_clone().unwrap(), ro];
+        let stats = SharedStats::default();
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = sync_channel(64);
+        for _ in 0..5 {
+            tx.send(Msg::Packet(Direction::Reverse, vec![0x45; 20]))
+                .unwrap();
+        }
+        tx.send(Msg::Stop).unwrap();
+        let _ = pacing_loop(
+            PassThrough::new(),
+            &rx,
+            &writers,
+            None,
+            &stats,
+            Pacer::default(),
+            &stop,
+        );
+        let io = stats.io(Direction::Reverse).load();
+        assert_eq!(io.write_errors, 5);
+        assert_eq!(io.packets_out, 0);
+    }
+}

@@ -1,0 +1,132 @@
+//! What the pacing thread drives: the KA core's two ports, or a plain
+//! pass-through (the benchmark baseline, same loop without the core).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::stats::{CoreStats, Direction};
+
+/// A sans-IO packet processor for both directions, driven by the pacing
+/// thread: packets in with [`Forwarder::push`], due packets out with
+/// [`Forwarder::poll_transmit`], the next due instant from
+/// [`Forwarder::poll_timeout`].
+pub trait Forwarder: Send + 'static {
+    /// A packet read in direction `dir` (whole IP packet, no link header).
+    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>);
+    /// The next packet of `dir` due at or before `now`, if any.
+    fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>>;
+    /// The earliest instant either direction has something due (`None`:
+    /// nothing queued or in flight).
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Advance timers (control interval, mode hold) to `now`.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Current state of one direction, for metrics.
+    fn stats(&self, dir: Direction) -> CoreStats;
+}
+
+/// Forwards every packet unchanged, immediately, in order — no queue limit
+/// beyond [`PassThrough::MAX_QUEUE`], no shaping, no stamping. The baseline
+/// the forwarding benchmark compares `ka-router` against, and a diagnostic
+/// (`ka-router --passthrough`) to tell TUN/namespace problems from router
+/// behaviour.
+#[derive(Debug, Default)]
+pub struct PassThrough {
+    queues: [VecDeque<Vec<u8>>; 2],
+    stats: [CoreStats; 2],
+    now_due: Option<Instant>,
+}
+
+impl PassThrough {
+    /// Packets held per direction before dropping (only reached if the loop
+    /// pushes without ever polling).
+    pub const MAX_QUEUE: usize = 1024;
+
+    /// An empty pass-through.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn slot(&mut self, dir: Direction) -> (&mut VecDeque<Vec<u8>>, &mut CoreStats) {
+        match dir {
+            Direction::Forward => {
+                let [q, _] = &mut self.queues;
+                let [s, _] = &mut self.stats;
+                (q, s)
+            }
+            Direction::Reverse => {
+                let [_, q] = &mut self.queues;
+                let [_, s] = &mut self.stats;
+                (q, s)
+            }
+        }
+    }
+}
+
+impl Forwarder for PassThrough {
+    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+        let (q, s) = self.slot(dir);
+        if q.len() >= Self::MAX_QUEUE {
+            s.drops_queue += 1;
+        } else {
+            q.push_back(packet);
+            self.now_due.get_or_insert(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, dir: Direction, _now: Instant) -> Option<Vec<u8>> {
+        let (q, _) = self.slot(dir);
+        let p = q.pop_front();
+        if self.queues.iter().all(VecDeque::is_empty) {
+            self.now_due = None;
+        }
+        p
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.now_due
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn stats(&self, dir: Direction) -> CoreStats {
+        let q = self.queues.get(dir.index()).map_or(0, VecDeque::len);
+        let mut s = self.stats.get(dir.index()).cloned().unwrap_or_default();
+        s.queue_packets = q as u64;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passthrough_is_fifo_per_direction_and_idles() {
+        let t = Instant::now();
+        let mut p = PassThrough::new();
+        assert_eq!(p.poll_timeout(), None);
+        p.push(Direction::Forward, t, vec![1]);
+        p.push(Direction::Reverse, t, vec![9]);
+        p.push(Direction::Forward, t, vec![2]);
+        assert_eq!(p.poll_timeout(), Some(t));
+        assert_eq!(p.stats(Direction::Forward).queue_packets, 2);
+        assert_eq!(p.poll_transmit(Direction::Forward, t), Some(vec![1]));
+        assert_eq!(p.poll_transmit(Direction::Forward, t), Some(vec![2]));
+        assert_eq!(p.poll_transmit(Direction::Forward, t), None);
+        assert!(p.poll_timeout().is_some());
+        assert_eq!(p.poll_transmit(Direction::Reverse, t), Some(vec![9]));
+        assert_eq!(p.poll_timeout(), None);
+    }
+
+    #[test]
+    fn passthrough_caps_its_queue() {
+        let t = Instant::now();
+        let mut p = PassThrough::new();
+        for _ in 0..PassThrough::MAX_QUEUE + 5 {
+            p.push(Direction::Reverse, t, vec![0]);
+        }
+        let s = p.stats(Direction::Reverse);
+        assert_eq!(s.queue_packets, PassThrough::MAX_QUEUE as u64);
+        assert_eq!(s.drops_queue, 5);
+    }
+}

@@ -1,0 +1,87 @@
+//! The KA core's two ports as a [`Forwarder`].
+
+use std::time::Instant;
+
+use super::forwarder::Forwarder;
+use super::stats::{CoreStats, Direction};
+use crate::{Mode, Port, PortConfig};
+
+/// The router proper: one [`Port`] per direction (forward = in → out).
+#[derive(Debug)]
+pub struct KaPorts {
+    forward: Port,
+    reverse: Port,
+    capacity_bps: [f64; 2],
+}
+
+impl KaPorts {
+    /// Both ports, created at `now`.
+    pub fn new(forward: PortConfig, reverse: PortConfig, now: Instant) -> Self {
+        Self {
+            capacity_bps: [forward.capacity_bps as f64, reverse.capacity_bps as f64],
+            forward: Port::new(forward, now),
+            reverse: Port::new(reverse, now),
+        }
+    }
+
+    /// The port of one direction.
+    pub fn port(&self, dir: Direction) -> &Port {
+        match dir {
+            Direction::Forward => &self.forward,
+            Direction::Reverse => &self.reverse,
+        }
+    }
+
+    fn port_mut(&mut self, dir: Direction) -> &mut Port {
+        match dir {
+            Direction::Forward => &mut self.forward,
+            Direction::Reverse => &mut self.reverse,
+        }
+    }
+}
+
+impl Forwarder for KaPorts {
+    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+        // Drops are counted by the port; nothing else to do with the outcome.
+        let _ = self.port_mut(dir).push(now, packet);
+    }
+
+    fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
+        self.port_mut(dir).poll_transmit(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match (self.forward.poll_timeout(), self.reverse.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.forward.handle_timeout(now);
+        self.reverse.handle_timeout(now);
+    }
+
+    fn stats(&self, dir: Direction) -> CoreStats {
+        let s = self.port(dir).snapshot();
+        let c = &s.counters;
+        CoreStats {
+            capacity_bps: self.capacity_bps.get(dir.index()).copied().unwrap_or(0.0),
+            rate_bps: s.rate_bps,
+            ka_mode: s.mode == Mode::Ka,
+            queue_packets: s.queue_packets as u64,
+            queue_bytes: s.queue_bytes as u64,
+            rtt: s.rtt,
+            drops_queue: c.drops_queue,
+            drops_ttl: c.drops_ttl,
+            drops_malformed: c.drops_malformed,
+            non_ip: c.non_ip,
+            fragments: c.fragments_made,
+            indicators: c.indicators_seen,
+            mode_changes: c.mode_changes,
+            rcp_options_lowered: c.rcp_options_lowered,
+            unstampable: c.unstampable,
+            signal_len: s.signal.map_or(0, |code| code.len() as u64),
+        }
+    }
+}

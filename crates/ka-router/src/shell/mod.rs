@@ -1,0 +1,28 @@
+//! The I/O shell around the sans-IO core (feature `cli`, Linux only).
+//!
+//! * [`tun`] — open/create TUN devices (`pub`: the endpoint driver uses it);
+//! * [`engine`] — reader tasks, the pacing thread and [`run`];
+//! * [`pacing`] — sleep-then-spin waits that meet µs departure times;
+//! * [`forwarder`] — the [`Forwarder`] trait the pacing thread drives, with
+//!   the KA core ([`KaPorts`]) and a pass-through baseline;
+//! * [`metrics`] — Prometheus `GET /metrics`;
+//! * [`pcap`] — capture of every written packet (`LINKTYPE_RAW`);
+//! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §4.6)
+//!   for integration tests and examples.
+
+pub mod engine;
+pub mod forwarder;
+mod ka;
+pub mod metrics;
+pub mod pacing;
+pub mod pcap;
+pub mod stats;
+pub mod testbed;
+pub mod tun;
+
+pub use engine::{RunSummary, ShellConfig, ThreadInit, run};
+pub use forwarder::{Forwarder, PassThrough};
+pub use ka::KaPorts;
+pub use pacing::Pacer;
+pub use stats::{CoreStats, Direction, DirectionSummary, IoStats, LatenessStats, SharedStats};
+pub use tun::{TunHandles, TunOptions, open_tun, open_tun_split, split_tun};

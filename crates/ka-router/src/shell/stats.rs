@@ -1,0 +1,346 @@
+//! Counters shared between the reader tasks, the pacing thread and the
+//! metrics endpoint.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// One of the router's two ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Packets read from `--in`, written to `--out` (shaped at `--rate`).
+    Forward,
+    /// Packets read from `--out`, written to `--in` (shaped at `--reverse-rate`).
+    Reverse,
+}
+
+impl Direction {
+    /// Both directions, `Forward` first (the order of every `[_; 2]` here).
+    pub const ALL: [Direction; 2] = [Direction::Forward, Direction::Reverse];
+
+    /// Index into `[_; 2]` arrays: 0 for `Forward`, 1 for `Reverse`.
+    pub fn index(self) -> usize {
+        match self {
+            Direction::Forward => 0,
+            Direction::Reverse => 1,
+        }
+    }
+
+    /// The metrics label value: `"forward"` or `"reverse"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+        }
+    }
+}
+
+/// The state of one port's core as the shell reports it (a copy, refreshed
+/// by the pacing thread about ten times a second and at exit).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CoreStats {
+    /// Link capacity C, bit/s.
+    pub capacity_bps: f64,
+    /// Current advertised rate R, bit/s.
+    pub rate_bps: f64,
+    /// True in KA mode (stamping), false in TCP mode.
+    pub ka_mode: bool,
+    /// Packets waiting in the drop-tail queue.
+    pub queue_packets: u64,
+    /// Bytes waiting in the drop-tail queue.
+    pub queue_bytes: u64,
+    /// Smoothed path RTT d the controller uses.
+    pub rtt: Duration,
+    /// Packets dropped because the queue was full.
+    pub drops_queue: u64,
+    /// Packets dropped because their TTL / hop limit ran out.
+    pub drops_ttl: u64,
+    /// Packets dropped as malformed.
+    pub drops_malformed: u64,
+    /// Packets that were not IPv4/IPv6 (counted, handled per the core's rule).
+    pub non_ip: u64,
+    /// Packets the core split into a leading fragment and the rest.
+    pub fragments: u64,
+    /// RTT-indicator packets seen.
+    pub indicators: u64,
+    /// KA ↔ TCP mode switches.
+    pub mode_changes: u64,
+    /// Native-RCP options whose rate was lowered.
+    pub rcp_options_lowered: u64,
+    /// Packets that would have been stamped but could not be (unwalkable
+    /// IPv4 options / IPv6 extension headers).
+    pub unstampable: u64,
+    /// Leading-fragment payload length L stamped right now (0: no signal —
+    /// TCP mode, R not encodable, or not a KA port).
+    pub signal_len: u64,
+}
+
+impl CoreStats {
+    /// All drops made by the core.
+    pub fn drops(&self) -> u64 {
+        self.drops_queue
+            .saturating_add(self.drops_ttl)
+            .saturating_add(self.drops_malformed)
+    }
+}
+
+/// Counters the I/O shell itself keeps for one direction.
+#[derive(Debug, Default)]
+pub struct IoCounters {
+    /// Packets read from the input device.
+    pub packets_in: AtomicU64,
+    /// Bytes read from the input device.
+    pub bytes_in: AtomicU64,
+    /// Packets (fragments count separately) written to the output device.
+    pub packets_out: AtomicU64,
+    /// Bytes written to the output device.
+    pub bytes_out: AtomicU64,
+    /// Failed reads (the reader backs off and retries).
+    pub read_errors: AtomicU64,
+    /// Failed writes, e.g. `EIO` while the far interface is down. Never fatal.
+    pub write_errors: AtomicU64,
+    /// Packets dropped because the reader → pacing-thread channel was full.
+    pub input_overflow: AtomicU64,
+}
+
+/// A plain copy of [`IoCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// See [`IoCounters::packets_in`].
+    pub packets_in: u64,
+    /// See [`IoCounters::bytes_in`].
+    pub bytes_in: u64,
+    /// See [`IoCounters::packets_out`].
+    pub packets_out: u64,
+    /// See [`IoCounters::bytes_out`].
+    pub bytes_out: u64,
+    /// See [`IoCounters::read_errors`].
+    pub read_errors: u64,
+    /// See [`IoCounters::write_errors`].
+    pub write_errors: u64,
+    /// See [`IoCounters::input_overflow`].
+    pub input_overflow: u64,
+}
+
+impl IoCounters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A consistent-enough copy (each field read atomically).
+    pub fn load(&self) -> IoStats {
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        IoStats {
+            packets_in: l(&self.packets_in),
+            bytes_in: l(&self.bytes_in),
+            packets_out: l(&self.packets_out),
+            bytes_out: l(&self.bytes_out),
+            read_errors: l(&self.read_errors),
+            write_errors: l(&self.write_errors),
+            input_overflow: l(&self.input_overflow),
+        }
+    }
+}
+
+/// Upper bounds of the [`Lateness`] buckets, microseconds (the last bucket
+/// is unbounded).
+pub const LATENESS_BOUNDS_US: [u64; 9] = [10, 25, 50, 100, 250, 500, 1_000, 2_000, 5_000];
+
+/// How late packets left: a histogram of `write time − departure time`
+/// over every released packet (for a packet released in a batch after a late
+/// wake-up this is measured from the earliest due departure of the batch
+/// round, so it never under-states).
+#[derive(Debug, Default)]
+pub struct Lateness {
+    buckets: [AtomicU64; LATENESS_BOUNDS_US.len() + 1],
+    sum_ns: AtomicU64,
+    max_ns: AtomicU64,
+}
+
+/// A copy of [`Lateness`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LatenessStats {
+    /// Count per bucket (non-cumulative); bounds in [`LATENESS_BOUNDS_US`],
+    /// the last bucket is everything above.
+    pub buckets: [u64; LATENESS_BOUNDS_US.len() + 1],
+    /// Sum of all observations, ns.
+    pub sum_ns: u64,
+    /// Largest observation, ns.
+    pub max_ns: u64,
+}
+
+impl Lateness {
+    /// Record one wake-up `late` after the due time.
+    pub fn record(&self, late: Duration) {
+        let us = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        let i = LATENESS_BOUNDS_US
+            .iter()
+            .position(|&b| us < b)
+            .unwrap_or(LATENESS_BOUNDS_US.len());
+        if let Some(b) = self.buckets.get(i) {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+        let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// A copy.
+    pub fn load(&self) -> LatenessStats {
+        LatenessStats {
+            buckets: std::array::from_fn(|i| {
+                self.buckets.get(i).map_or(0, |b| b.load(Ordering::Relaxed))
+            }),
+            sum_ns: self.sum_ns.load(Ordering::Relaxed),
+            max_ns: self.max_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl LatenessStats {
+    /// Number of observations.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The bucket bound (µs) below which at least `q` (0…1) of the
+    /// observations fall; `None` if that is the unbounded bucket or there are
+    /// no observations.
+    pub fn quantile_bound_us(&self, q: f64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let want = (q * n as f64).ceil() as u64;
+        let mut seen = 0;
+        for (i, c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return LATENESS_BOUNDS_US.get(i).copied();
+            }
+        }
+        None
+    }
+}
+
+impl std::fmt::Display for LatenessStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = |q: f64| match self.quantile_bound_us(q) {
+            Some(b) => format!("< {b} µs"),
+            None => format!("≥ {} µs", LATENESS_BOUNDS_US.last().copied().unwrap_or(0)),
+        };
+        if self.count() == 0 {
+            return write!(f, "no paced releases");
+        }
+        write!(
+            f,
+            "{} paced releases, lateness p50 {}, p99 {}, p99.9 {}, max {:.0} µs",
+            self.count(),
+            q(0.5),
+            q(0.99),
+            q(0.999),
+            self.max_ns as f64 / 1e3
+        )
+    }
+}
+
+/// Everything the metrics endpoint and the final report read.
+#[derive(Debug, Default)]
+pub struct SharedStats {
+    /// Shell counters, indexed by [`Direction::index`].
+    pub io: [IoCounters; 2],
+    /// Wake-up lateness of the pacing thread (both directions).
+    pub lateness: Lateness,
+    core: Mutex<[CoreStats; 2]>,
+}
+
+impl SharedStats {
+    /// Latest published core state of both ports.
+    pub fn core(&self) -> [CoreStats; 2] {
+        self.core
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replace the published core state (called by the pacing thread).
+    pub fn publish(&self, stats: [CoreStats; 2]) {
+        *self.core.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    /// Shell counters of one direction.
+    pub fn io(&self, dir: Direction) -> &IoCounters {
+        match dir {
+            Direction::Forward => &self.io[0],
+            Direction::Reverse => &self.io[1],
+        }
+    }
+}
+
+/// Final state of one direction, printed when the router exits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirectionSummary {
+    /// Shell counters.
+    pub io: IoStats,
+    /// Core state.
+    pub core: CoreStats,
+}
+
+impl std::fmt::Display for DirectionSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (io, c) = (&self.io, &self.core);
+        write!(
+            f,
+            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, drops {} (queue {}, ttl {}, malformed {}), \
+             input overflow {}, read errors {}, write errors {}, non-IP {}, indicators {}, mode changes {}, \
+             mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
+            io.packets_in,
+            io.bytes_in,
+            io.packets_out,
+            io.bytes_out,
+            c.fragments,
+            c.drops(),
+            c.drops_queue,
+            c.drops_ttl,
+            c.drops_malformed,
+            io.input_overflow,
+            io.read_errors,
+            io.write_errors,
+            c.non_ip,
+            c.indicators,
+            c.mode_changes,
+            if c.ka_mode { "KA" } else { "TCP" },
+            c.rate_bps / 1e6,
+            c.capacity_bps / 1e6,
+            c.rtt.as_secs_f64() * 1e3,
+            c.queue_packets,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_buckets_and_quantiles() {
+        let l = Lateness::default();
+        assert_eq!(l.load().quantile_bound_us(0.5), None);
+        for _ in 0..98 {
+            l.record(Duration::from_micros(30)); // bucket < 50 µs
+        }
+        l.record(Duration::from_micros(700)); // < 1 ms
+        l.record(Duration::from_millis(9)); // unbounded
+        let s = l.load();
+        assert_eq!(s.count(), 100);
+        assert_eq!(s.buckets[2], 98);
+        assert_eq!(s.buckets[6], 1);
+        assert_eq!(s.buckets[9], 1);
+        assert_eq!(s.max_ns, 9_000_000);
+        assert_eq!(s.sum_ns, 98 * 30_000 + 700_000 + 9_000_000);
+        assert_eq!(s.quantile_bound_us(0.5), Some(50));
+        assert_eq!(s.quantile_bound_us(0.99), Some(1_000));
+        assert_eq!(s.quantile_bound_us(1.0), None);
+        assert!(s.to_string().contains("p50 < 50 µs"), "{s}");
+    }
+}

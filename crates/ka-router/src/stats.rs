@@ -1,0 +1,66 @@
+//! Counters and the read-only snapshot of a port.
+
+use std::time::Duration;
+
+use ka_codec::Code;
+
+use crate::mode::Mode;
+
+/// Monotonic event counters of one port (never reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Packets handed to [`crate::Port::push`] (all of them).
+    pub packets_in: u64,
+    /// Bytes handed to `push` (all of them, as given).
+    pub bytes_in: u64,
+    /// Packets and fragments returned by [`crate::Port::poll_transmit`].
+    pub packets_out: u64,
+    /// Bytes returned by `poll_transmit` (fragment headers included).
+    pub bytes_out: u64,
+    /// Packets dropped because the queue was full (drop-tail).
+    pub drops_queue: u64,
+    /// Packets dropped because their TTL / hop limit expired.
+    pub drops_ttl: u64,
+    /// Packets dropped as malformed: empty, over the size cap, or an IP
+    /// header that is truncated, inconsistent or (IPv4) fails its checksum.
+    pub drops_malformed: u64,
+    /// Packets whose version nibble is neither 4 nor 6 (forwarded untouched).
+    pub non_ip: u64,
+    /// Packets split into two fragments by KA stamping.
+    pub fragments_made: u64,
+    /// RTT-indicator packets seen (each moved d).
+    pub indicators_seen: u64,
+    /// Changes between KA and TCP mode (both directions).
+    pub mode_changes: u64,
+    /// Native-RCP options whose rate field this port lowered.
+    pub rcp_options_lowered: u64,
+    /// IP packets that would have been stamped but were forwarded untouched
+    /// because their IPv4 options or IPv6 extension-header chain could not
+    /// be walked.
+    pub unstampable: u64,
+}
+
+/// A read-only view of a port's state and counters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PortSnapshot {
+    /// The controller's current rate R in B/ms.
+    pub rate_bytes_per_ms: f64,
+    /// The same rate in bit/s.
+    pub rate_bps: f64,
+    /// The code stamped on dequeue right now: `None` in TCP mode, when R is
+    /// not encodable, or when the port does not use KA signalling.
+    pub signal: Option<Code>,
+    /// d, the average RTT the controller uses.
+    pub rtt: Duration,
+    /// Packets waiting in the queue.
+    pub queue_packets: usize,
+    /// Bytes waiting in the queue.
+    pub queue_bytes: usize,
+    /// Pieces serialised or propagating, not yet handed out.
+    pub in_flight: usize,
+    /// KA or TCP mode (always [`Mode::Ka`] unless the port uses
+    /// [`crate::Signalling::Ka`]).
+    pub mode: Mode,
+    /// Event counters.
+    pub counters: Counters,
+}
