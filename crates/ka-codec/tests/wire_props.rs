@@ -56,13 +56,13 @@ fn poke_everything(data: &[u8]) {
         t.payload().len(),
         t.verify_checksum(0),
     );
-    if let Ok(t) = TcpPacket::new_checked(data) {
-        if let Ok(r) = TcpRepr::parse(&t) {
-            // Whatever parsed must re-emit within the option budget.
-            assert!(r.options.encoded_len() <= 40);
-            let mut buf = vec![0u8; r.header_len() + t.payload().len()];
-            r.emit(&mut buf, t.payload(), 0).unwrap();
-        }
+    if let Ok(t) = TcpPacket::new_checked(data)
+        && let Ok(r) = TcpRepr::parse(&t)
+    {
+        // Whatever parsed must re-emit within the option budget.
+        assert!(r.options.encoded_len() <= 40);
+        let mut buf = vec![0u8; r.header_len() + t.payload().len()];
+        r.emit(&mut buf, t.payload(), 0).unwrap();
     }
     let _ = TcpOptions::parse(data);
 }
@@ -145,7 +145,7 @@ proptest! {
         prop_assert!(kept <= repr.options.sack.len());
         expect.options.sack.truncate(kept);
         prop_assert_eq!(back, expect);
-        prop_assert!(repr.header_len() <= 60 && repr.header_len() % 4 == 0);
+        prop_assert!(repr.header_len() <= 60 && repr.header_len().is_multiple_of(4));
     }
 
     #[test]

@@ -187,9 +187,11 @@ impl Connection {
 
         // timestamps: TS.Recent update (RFC 7323 §4.3)
         if let (true, Some((tsval, _))) = (self.ts_ok, seg.options.timestamps)
-            && seq <= self.last_ack_sent && !ts_lt(tsval, self.ts_recent) {
-                self.ts_recent = tsval;
-            }
+            && seq <= self.last_ack_sent
+            && !ts_lt(tsval, self.ts_recent)
+        {
+            self.ts_recent = tsval;
+        }
 
         self.process_ack(now, seg, seq, ack, payload.is_empty() && !fin);
         if self.state == State::Closed {

@@ -47,9 +47,10 @@ impl Connection {
             _ => {}
         }
         if self.state.is_synchronized()
-            && let Some(t) = self.send_data(now, buf) {
-                return Some(t);
-            }
+            && let Some(t) = self.send_data(now, buf)
+        {
+            return Some(t);
+        }
         if self.ack_now || self.delack_at.is_some_and(|t| t <= now) {
             let seg = Seg {
                 flags: ACK,

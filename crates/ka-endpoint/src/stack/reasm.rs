@@ -174,7 +174,10 @@ impl Reassembler {
         self.stats.fragments += 1;
         self.handle_timeout(now);
         let end = offset.saturating_add(data.len());
-        if data.is_empty() || end > self.cfg.max_datagram_len || (more && !data.len().is_multiple_of(8)) {
+        if data.is_empty()
+            || end > self.cfg.max_datagram_len
+            || (more && !data.len().is_multiple_of(8))
+        {
             self.stats.invalid += 1;
             return None;
         }
