@@ -106,7 +106,7 @@ pub struct PortConfig {
     /// Whole packets too short to carry the wanted code saturate (carry the
     /// largest code below their payload) only from this payload size on;
     /// smaller ones stay untouched. Default
-    /// [`crate::stamp::DEFAULT_SATURATE_MIN_PAYLOAD`] (1200); 0 = always
+    /// [`crate::stamp::DEFAULT_SATURATE_MIN_PAYLOAD`] (1400); 0 = always
     /// saturate. See [`crate::stamp`].
     pub saturate_min_payload: usize,
 }

@@ -81,7 +81,7 @@
 //! handed to [`stamp_ipv4_with`] / [`stamp_ipv6_with`] with the code
 //! `encode(R)`. Whole packets too short for that code saturate (carry the
 //! largest code below their payload, DESIGN §3.1) only if their payload is
-//! at least `saturate_min_payload` (default 1200) bytes; shorter ones stay
+//! at least `saturate_min_payload` (default 1400) bytes; shorter ones stay
 //! untouched (rule 4, "too small") — see [`stamp`] for why. IPv6 Fragment headers the port inserts take identifications
 //! from a per-port counter starting at [`IPV6_IDENT_START`].
 //! `Signalling::NativeRcp` instead lowers the IPv4 RCP option (type 30) to R
