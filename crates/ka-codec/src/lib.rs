@@ -75,9 +75,3 @@ pub use scale::{
     Code, RateTable, Scale, ScaleError, bps_to_bytes_per_ms, bytes_per_ms_to_bps, carrier_code,
 };
 pub use units::{ByteSize, Rate, UnitError};
-
-/// The repository README's Rust examples, compiled as doctests so they
-/// cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;

@@ -126,3 +126,5 @@ pub use conn::{
 };
 pub use rtt::RttEstimator;
 pub use stack::{ConnHandle, ConnectError, Stack, StackStats};
+#[cfg(feature = "cli")]
+pub mod driver;

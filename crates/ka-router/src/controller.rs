@@ -21,6 +21,10 @@ pub struct Measurement {
     pub rtt: Duration,
     /// C: the port's capacity in B/ms.
     pub capacity: f64,
+    /// The largest R the controller may advertise, in B/ms: C rounded *up*
+    /// to the next rate of the port's code scale (C itself if C is off the
+    /// scale). See [`Rcp`] for why this is not C.
+    pub max_rate: f64,
     /// y: bytes that arrived at the port during the interval, divided by T,
     /// in B/ms (see the crate docs for what counts as an arrival).
     pub input_rate: f64,
@@ -62,7 +66,18 @@ pub trait RateController: Send {
 
 /// The RCP controller:
 /// `R ← R · (1 + (T/d) · (α·(C − y) − β·q/d) / C)`, clamped to
-/// `[min(R_min, C), C]`, starting at `R₀ = initial_frac · C`.
+/// `[min(R_min, C), R_max]`, starting at `R₀ = initial_frac · C`.
+///
+/// **Deviation from DESIGN §4.3 (upper clamp).** DESIGN clamps R to C. KA
+/// signals R quantised *down* to a code (encode never over-states), and the
+/// codes are 6.45 % apart, so with R ≤ C a lone flow is held at the code
+/// below C: up to 6.45 % of the link (plus the 1.3 % a split's extra header
+/// costs) is never used, e.g. 18.96 of 20 Mbit/s. RCP's own loop fixes this
+/// if R may rise to the next code above C (`R_max` =
+/// [`Measurement::max_rate`]): the flow then dithers between the two codes
+/// around C and the queue term (β·q/d) keeps the average at C with a near
+/// empty queue, exactly as N > 1 flows already dither around C/N. With more
+/// than one flow the ceiling is never reached, so nothing else changes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rcp {
     config: RcpConfig,
@@ -106,8 +121,10 @@ impl Rcp {
     }
 
     fn bounds(&self, m: &Measurement) -> (f64, f64) {
-        let hi = m.capacity.max(0.0);
-        (self.config.min_rate.min(hi), hi)
+        let c = m.capacity.max(0.0);
+        // The ceiling is never below C (nor NaN).
+        let hi = if m.max_rate > c { m.max_rate } else { c };
+        (self.config.min_rate.min(c), hi)
     }
 }
 
@@ -152,6 +169,7 @@ mod tests {
             interval: Duration::from_millis(10),
             rtt: Duration::from_millis(100),
             capacity: 1000.0,
+            max_rate: 1000.0,
             input_rate: y,
             queue_bytes: q,
         }
@@ -183,6 +201,25 @@ mod tests {
             r.on_interval(&m(5000.0, 1_000_000));
         }
         assert_eq!(r.rate(), RcpConfig::default().min_rate);
+    }
+
+    #[test]
+    fn ceiling_above_capacity_is_honoured_but_never_below() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let up = Measurement {
+            max_rate: 1064.0,
+            ..m(0.0, 0)
+        };
+        for _ in 0..10_000 {
+            r.on_interval(&up);
+        }
+        assert_eq!(r.rate(), 1064.0);
+        let below = Measurement {
+            max_rate: 900.0,
+            ..m(0.0, 0)
+        };
+        r.on_interval(&below);
+        assert_eq!(r.rate(), 1000.0, "a ceiling below C is ignored");
     }
 
     #[test]

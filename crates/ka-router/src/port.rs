@@ -72,6 +72,8 @@ pub struct Port {
     /// The latest time processed (ns since the epoch).
     now: u64,
     capacity: f64,
+    /// The controller's ceiling (see [`Measurement::max_rate`]).
+    max_rate: f64,
     controller: Box<dyn RateController>,
     /// `None` if the configured scale is invalid (then nothing is stamped).
     table: Option<RateTable>,
@@ -117,12 +119,19 @@ impl Port {
     ) -> Self {
         let config = config.sanitized();
         let rtt_ms = config.initial_rtt.as_secs_f64() * 1e3;
+        let table = RateTable::new(&config.scale).ok();
+        let capacity = config.capacity_bytes_per_ms();
+        let max_rate = match (&table, config.signalling) {
+            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            _ => capacity,
+        };
         let mut port = Self {
             clock: Clock::new(now),
             now: 0,
-            capacity: config.capacity_bytes_per_ms(),
+            capacity,
+            max_rate,
             controller,
-            table: RateTable::new(&config.scale).ok(),
+            table,
             rtt_ms,
             queue: DropTail::new(config.queue_limit),
             shaper: Shaper::new(config.capacity_bps),
@@ -331,6 +340,7 @@ impl Port {
             interval: Duration::from_nanos(interval),
             rtt,
             capacity: self.capacity,
+            max_rate: self.max_rate,
             input_rate: self.arrived as f64 / (interval as f64 / 1e6),
             queue_bytes: self.queue.bytes(),
         };
@@ -416,4 +426,15 @@ impl Port {
             }
         }
     }
+}
+
+/// The smallest code rate at or above `capacity` (C itself if C is above the
+/// top code): the ceiling that lets a KA port's quantised signal dither
+/// around C instead of sitting a code below it (see [`crate::Rcp`]).
+fn rate_ceiling(table: &RateTable, capacity: f64) -> f64 {
+    table
+        .codes()
+        .map(|c| table.decode(c))
+        .find(|&r| r >= capacity)
+        .unwrap_or(capacity)
 }

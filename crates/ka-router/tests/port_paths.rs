@@ -318,7 +318,12 @@ fn rcp_catches_up_after_idle_in_constant_time() {
     let c = 12_500.0;
     assert!((port.snapshot().rate_bytes_per_ms - 0.05 * c).abs() < 1e-9);
     port.handle_timeout(t0 + Duration::from_secs(3600 * 24 * 365));
-    assert_eq!(port.snapshot().rate_bytes_per_ms, c);
+    // An idle KA port climbs to its ceiling: the first code rate at or
+    // above C (so the quantised signal can dither around C).
+    let t = ka_codec::RateTable::PAPER;
+    let ceiling = t.codes().map(|k| t.decode(k)).find(|&r| r >= c).unwrap();
+    assert!(ceiling >= c && ceiling < c * 1.0646);
+    assert_eq!(port.snapshot().rate_bytes_per_ms, ceiling);
     // Time going backwards is treated as "no time passed".
     assert_eq!(
         port.push(t0, common::ipv4_simple(1500, 1)),

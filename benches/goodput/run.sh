@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Bulk goodput benchmark of the userspace endpoint: ka-endpoint → ka-endpoint
+# with KA, the same with plain TCP (--no-ka), and Linux kernel TCP, all through
+# one *unshaped* ka-router (--rate 100gbit, full KA core: it still fragments
+# every KA packet) over the examples/testbed wiring, in one run, interleaved
+# round by round.
+#
+#   benches/goodput/run.sh [--bytes 100M] [--rounds 3] [--cc newreno|cubic]
+#
+# Wiring (as in the README's "Run KA endpoints"): the testbed gives A
+# 10.77.0.1/24 and B 10.77.0.2/24 on the router's devices; an endpoint owns
+# 10.77.0.101 (A) / 10.77.0.201 (B) on its own TUN device (--addr …/30, kernel
+# side .102 / .202), both namespaces forward. Kernel TCP runs 10.77.0.1 →
+# 10.77.0.2 with a python3 sender/receiver.
+#
+# Reports goodput = bytes / FCT as the endpoint's sender sees it (connect →
+# FIN acknowledged) and, for the kernel, bytes / (connect → receiver EOF);
+# medians over the rounds. Wall-clock and host-dependent: on a shared 2-CPU
+# box the two endpoints, the router and the kernels compete for CPUs.
+# Needs root and python3. Not a test.
+set -euo pipefail
+BYTES=100M ROUNDS=3 CC=newreno
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --bytes) BYTES="$2"; shift 2 ;;
+        --rounds) ROUNDS="$2"; shift 2 ;;
+        --cc) CC="$2"; shift 2 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+command -v python3 >/dev/null || { echo "run.sh: needs python3 for the kernel-TCP baseline" >&2; exit 1; }
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+(cd "$ROOT" && cargo build --release -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint >&2)
+# Linux calls NewReno "reno"
+KCC=$CC; [[ "$CC" == newreno ]] && KCC=reno
+export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC
+export RESULTS="$(mktemp -t ka-goodput.XXXXXX)"
+trap 'rm -f "$RESULTS"' EXIT
+
+"$ROOT/examples/testbed/testbed.sh" --router "$TARGET/release/ka-router" --rate 100gbit \
+    --name "kgp$$" -- '
+set -euo pipefail
+$A sysctl -qw net.ipv4.ip_forward=1
+$B sysctl -qw net.ipv4.ip_forward=1
+N=$(python3 -c "
+import re,sys
+m=re.fullmatch(r\"(\d+)([kKmMgG]?)(i?)B?\", sys.argv[1])
+print(int(m[1]) * (1024 if m[3] else 1000) ** \" kmg\".index(m[2].lower() or \" \"))" "$BYTES")
+
+endpoints() { # $1 = label, rest = extra ka-endpoint options
+    local label=$1; shift
+    $B "$EP" recv --tun kaep0 --addr 10.77.0.201/30 --listen 5001 --once --cc "$CC" "$@" 2>/dev/null >/dev/null &
+    local rpid=$!
+    sleep 0.5
+    local j
+    j=$($A "$EP" send --tun kaep0 --addr 10.77.0.101/30 --to 10.77.0.201:5001 --bytes "$N" \
+        --cc "$CC" --json "$@" 2>/dev/null)
+    wait $rpid || true
+    echo "$label $(python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(j[\"goodput_bps\"], j[\"ka_time_frac\"], j[\"retransmits\"])" "$j")" >> "$RESULTS"
+}
+
+kernel() {
+    $B python3 -c "
+import socket,time,sys
+l=socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((\"10.77.0.2\", 5002)); l.listen(1)
+c,_=l.accept(); n=0; b=bytearray(1<<20)
+while True:
+    k=c.recv_into(b)
+    if not k: break
+    n+=k
+print(n, time.time(), flush=True)" > "$RESULTS.k" &
+    local rpid=$!
+    sleep 0.5
+    local t0
+    t0=$($A python3 -c "
+import socket,time,sys
+n=int(sys.argv[1]); t0=time.time()
+s=socket.create_connection((\"10.77.0.2\", 5002))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[2].encode())
+buf=bytes(1<<20); left=n
+while left > 0:
+    k=s.send(memoryview(buf)[:min(left, len(buf))]); left-=k
+s.shutdown(socket.SHUT_WR); s.recv(1)
+print(t0)" "$N" "$KCC")
+    wait $rpid
+    read -r n t1 < "$RESULTS.k"
+    echo "kernel-tcp $(python3 -c "import sys; n,t0,t1=map(float,sys.argv[1:]); print(n*8/(t1-t0), 0, 0)" "$n" "$t0" "$t1")" >> "$RESULTS"
+    rm -f "$RESULTS.k"
+}
+
+for r in $(seq "$ROUNDS"); do
+    endpoints ka-endpoint-ka
+    endpoints ka-endpoint-tcp --no-ka
+    kernel
+    echo "round $r done" >&2
+done
+'
+
+echo
+echo "goodput through an unshaped ka-router (--rate 100gbit), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
+python3 - "$RESULTS" <<'EOF'
+import sys, statistics, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    label, g, frac, rtx = line.split()
+    rows[label].append((float(g), float(frac), int(float(rtx))))
+names = {
+    "ka-endpoint-ka": "ka-endpoint -> ka-endpoint, KA",
+    "ka-endpoint-tcp": "ka-endpoint -> ka-endpoint, --no-ka",
+    "kernel-tcp": "Linux TCP -> Linux TCP",
+}
+for key in ["ka-endpoint-ka", "ka-endpoint-tcp", "kernel-tcp"]:
+    v = rows.get(key)
+    if not v:
+        print(f"  {names[key]:38} (no result)")
+        continue
+    g = statistics.median(x[0] for x in v)
+    per = ", ".join(f"{x[0] / 1e6:.0f}" for x in v)
+    extra = ""
+    if key != "kernel-tcp":
+        extra = f"  KA time {statistics.median(x[1] for x in v) * 100:.0f} %, retransmits {statistics.median(x[2] for x in v):.0f}"
+    print(f"  {names[key]:38} {g / 1e6:8.1f} Mbit/s  (rounds: {per}){extra}")
+EOF

@@ -1,0 +1,333 @@
+//! Command line of `ka-endpoint` (clap derive).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ka_codec::units::{parse_bytes, parse_duration};
+use ka_endpoint::driver::{Cidr, DriverConfig};
+use ka_endpoint::{CcAlgorithm, StackConfig};
+
+const AFTER: &str = "\
+WIRING:
+  The endpoint is a userspace TCP/IP stack on its own TUN device. It owns the address given
+  by --addr; the kernel side of the device gets another address of the same prefix (by
+  default the highest host: 10.0.0.254 for 10.0.0.1/24, 10.77.0.102 for 10.77.0.101/30), so
+  the kernel routes the prefix into the device but never answers for the endpoint's address.
+  To reach other hosts the kernel forwards (sysctl net.ipv4.ip_forward=1) and they need a
+  route to the prefix. Behind examples/testbed/testbed.sh no route is needed: pick a /30
+  inside the testbed's 10.77.0.0/24, which the far side already reaches through the router.
+
+UNITS:
+  Sizes are bytes: 10M = 10 000 000, 10MiB = 10 485 760, 1500. Durations need a unit: 10s, 250ms.
+
+OUTPUT:
+  One line per finished flow; with --json one object per flow with bytes, fct_s, goodput_bps,
+  ka_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits (sender's view
+  when sending: FCT runs from connect to our FIN being acknowledged).
+
+EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt):
+  ip netns exec ktb sh -c 'sysctl -qw net.ipv4.ip_forward=1 &&
+      ka-endpoint recv --tun ke0 --addr 10.77.0.201/30 --listen 5001'
+  ip netns exec kta sh -c 'sysctl -qw net.ipv4.ip_forward=1 &&
+      ka-endpoint send --tun ke0 --addr 10.77.0.101/30 --to 10.77.0.201:5001 --bytes 10M'
+
+Stop with Ctrl-C or SIGTERM. Logging: RUST_LOG=debug (default info, on stderr).";
+
+/// Kick-Ass end host: a userspace TCP (NewReno/CUBIC) with KA rate signalling on a TUN
+/// device, as a bulk-transfer sender or receiver. Talks to any TCP peer; KA is used only
+/// when the peer offers it too.
+#[derive(Debug, Parser)]
+#[command(name = "ka-endpoint", version, after_long_help = AFTER, after_help = "Wiring, units and examples: --help")]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Accept connections, read each to EOF and report bytes, goodput and FCT per
+    /// connection.
+    Recv(RecvArgs),
+    /// Connect, send a number of bytes (or a file), close, and report goodput, FCT and the
+    /// time spent in each mode.
+    Send(SendArgs),
+}
+
+/// Options of both subcommands.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// TUN device to attach to, or create if it does not exist.
+    #[arg(long, value_name = "DEV", default_value = "ka0")]
+    pub tun: String,
+
+    /// The endpoint's own address and prefix, e.g. 10.0.0.1/24.
+    #[arg(long, value_name = "ADDR/PREFIX")]
+    pub addr: Cidr,
+
+    /// Address of the device's kernel side [default: highest host of the prefix, or the
+    /// lowest if that is --addr]. `none`: leave the device's addresses and routes as they are.
+    #[arg(long, value_name = "IP|none")]
+    pub kernel_addr: Option<KernelAddr>,
+
+    /// Plain TCP: never offer KA (no KA options are ever sent).
+    #[arg(long)]
+    pub no_ka: bool,
+
+    /// TCP-mode congestion control.
+    #[arg(long, value_enum, default_value = "newreno")]
+    pub cc: CcArg,
+
+    /// Print one JSON object per finished flow on stdout (and nothing else there).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Device MTU; the MSS follows from it.
+    #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+    pub mtu: u16,
+
+    /// Pacing: how long before a departure the driver thread stops sleeping and spins.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "200us")]
+    pub spin: Duration,
+}
+
+/// `recv` options.
+#[derive(Debug, Args)]
+pub struct RecvArgs {
+    #[command(flatten)]
+    /// Device, address, TCP options.
+    pub common: Common,
+
+    /// Port, or address:port, to accept connections on (the address must be --addr's).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub listen: ListenAddr,
+
+    /// Exit after the first connection has finished.
+    #[arg(long)]
+    pub once: bool,
+
+    /// Write the received bytes to this file (needs --once).
+    #[arg(long, value_name = "FILE", requires = "once")]
+    pub out: Option<PathBuf>,
+}
+
+/// `send` options.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    #[command(flatten)]
+    /// Device, address, TCP options.
+    pub common: Common,
+
+    /// The receiver, address:port.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub to: SocketAddr,
+
+    /// How many bytes to send (a pseudo-random pattern), e.g. 10M, 1GiB.
+    #[arg(long, value_name = "SIZE", value_parser = bytes, required_unless_present = "file", conflicts_with = "file")]
+    pub bytes: Option<u64>,
+
+    /// Send this file's contents instead.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// Give up if the handshake has not completed by then.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10s")]
+    pub connect_timeout: Duration,
+
+    /// Give up if the whole transfer has not finished by then [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// `--kernel-addr` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelAddr {
+    /// This address.
+    Addr(IpAddr),
+    /// Leave the device alone.
+    None,
+}
+
+impl FromStr for KernelAddr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("none") {
+            return Ok(KernelAddr::None);
+        }
+        s.parse()
+            .map(KernelAddr::Addr)
+            .map_err(|_| format!("{s:?} is neither an IP address nor `none`"))
+    }
+}
+
+/// `--listen` value: a port, or address and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenAddr {
+    /// The address, if given.
+    pub ip: Option<IpAddr>,
+    /// The port.
+    pub port: u16,
+}
+
+impl FromStr for ListenAddr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Ok(port) = s.parse::<u16>() {
+            return Ok(ListenAddr { ip: None, port });
+        }
+        let sa: SocketAddr = s
+            .parse()
+            .map_err(|_| format!("{s:?} is neither a port nor ADDR:PORT"))?;
+        let ip = (!sa.ip().is_unspecified()).then_some(sa.ip());
+        Ok(ListenAddr {
+            ip,
+            port: sa.port(),
+        })
+    }
+}
+
+/// `--cc` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CcArg {
+    /// RFC 5681/6582 NewReno.
+    Newreno,
+    /// RFC 9438 CUBIC.
+    Cubic,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn bytes(s: &str) -> Result<u64, String> {
+    parse_bytes(s).map_err(|e| e.to_string())
+}
+
+impl Common {
+    /// The driver configuration these options describe.
+    pub fn driver_config(&self) -> DriverConfig {
+        let mut stack = StackConfig::default();
+        stack.tcp.mtu = usize::from(self.mtu);
+        stack.tcp.ka.enabled = !self.no_ka;
+        stack.tcp.cc = match self.cc {
+            CcArg::Newreno => CcAlgorithm::NewReno,
+            CcArg::Cubic => CcAlgorithm::Cubic,
+        };
+        DriverConfig {
+            stack,
+            spin: self.spin,
+            ..DriverConfig::default()
+        }
+    }
+
+    /// The kernel-side address to configure (`None`: leave the device alone).
+    pub fn kernel_side(&self) -> anyhow::Result<Option<IpAddr>> {
+        match self.kernel_addr {
+            Some(KernelAddr::None) => Ok(None),
+            Some(KernelAddr::Addr(a)) => {
+                anyhow::ensure!(a != self.addr.addr, "--kernel-addr must differ from --addr");
+                anyhow::ensure!(
+                    a.is_ipv4() == self.addr.addr.is_ipv4(),
+                    "--kernel-addr and --addr must be of the same family"
+                );
+                Ok(Some(a))
+            }
+            None => self.addr.kernel_side().map(Some).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--addr {}: the prefix has no room for a kernel-side address; use at most /30 \
+                     (or pass --kernel-addr)",
+                    self.addr
+                )
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_a_send_line() {
+        let cli = Cli::try_parse_from([
+            "ka-endpoint",
+            "send",
+            "--tun",
+            "ke0",
+            "--addr",
+            "10.0.1.1/24",
+            "--to",
+            "10.0.2.1:5001",
+            "--bytes",
+            "10M",
+            "--no-ka",
+            "--cc",
+            "cubic",
+        ])
+        .unwrap();
+        let Cmd::Send(s) = cli.cmd else {
+            panic!("not send")
+        };
+        assert_eq!(s.bytes, Some(10_000_000));
+        let cfg = s.common.driver_config();
+        assert!(!cfg.stack.tcp.ka.enabled);
+        assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Cubic);
+        assert_eq!(
+            s.common.kernel_side().unwrap(),
+            Some("10.0.1.254".parse().unwrap())
+        );
+        assert!(
+            Cli::try_parse_from([
+                "ka-endpoint",
+                "send",
+                "--addr",
+                "10.0.1.1/24",
+                "--to",
+                "10.0.2.1:1"
+            ])
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn parses_listen_forms() {
+        assert_eq!(
+            "5001".parse::<ListenAddr>().unwrap(),
+            ListenAddr {
+                ip: None,
+                port: 5001
+            }
+        );
+        assert_eq!(
+            "10.0.0.2:80".parse::<ListenAddr>().unwrap(),
+            ListenAddr {
+                ip: Some("10.0.0.2".parse().unwrap()),
+                port: 80
+            }
+        );
+        assert_eq!("0.0.0.0:80".parse::<ListenAddr>().unwrap().ip, None);
+        assert!("x".parse::<ListenAddr>().is_err());
+        assert_eq!("none".parse::<KernelAddr>().unwrap(), KernelAddr::None);
+        let r = Cli::try_parse_from([
+            "ka-endpoint",
+            "recv",
+            "--addr",
+            "10.0.0.1/24",
+            "--listen",
+            "1",
+            "--out",
+            "f",
+        ]);
+        assert!(r.is_err(), "--out needs --once");
+    }
+}

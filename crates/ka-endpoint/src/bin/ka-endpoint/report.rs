@@ -1,0 +1,121 @@
+//! Per-flow reports: one human line, or one JSON object with `--json`.
+
+use ka_codec::units::{ByteSize, Rate};
+use ka_endpoint::driver::FlowSummary;
+use std::net::SocketAddr;
+
+/// Which direction a flow went.
+#[derive(Debug, Clone, Copy)]
+pub enum Role {
+    /// We sent.
+    Send,
+    /// We received.
+    Recv,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Send => "send",
+            Role::Recv => "recv",
+        }
+    }
+}
+
+/// A finished flow as one JSON object (the `--json` schema).
+pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -> serde_json::Value {
+    serde_json::json!({
+        "role": role.as_str(),
+        "local": local.to_string(),
+        "peer": peer.to_string(),
+        "bytes": f.bytes,
+        "fct_s": f.fct.as_secs_f64(),
+        "goodput_bps": f.goodput_bps(),
+        "ka_enabled": f.ka_enabled,
+        "ka_time_frac": f.ka_time_frac(),
+        "time_ka_s": f.time_ka.as_secs_f64(),
+        "time_tcp_s": f.time_tcp.as_secs_f64(),
+        "mode_changes": f.mode_changes,
+        "retransmits": f.retransmits,
+    })
+}
+
+/// A finished flow as one human-readable line.
+pub fn human(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -> String {
+    let (verb, arrow) = match role {
+        Role::Send => ("sent", "->"),
+        Role::Recv => ("received", "<-"),
+    };
+    let mut s = format!(
+        "{local} {arrow} {peer}: {verb} {} in {:.3} s, goodput {}",
+        ByteSize(f.bytes),
+        f.fct.as_secs_f64(),
+        Rate::from_bps(f.goodput_bps()),
+    );
+    if let Role::Send = role {
+        s.push_str(&format!(
+            "; KA mode {:.3} s ({:.1} %), TCP mode {:.3} s; {} mode change{}, {} retransmit{}",
+            f.time_ka.as_secs_f64(),
+            100.0 * f.ka_time_frac(),
+            f.time_tcp.as_secs_f64(),
+            f.mode_changes,
+            if f.mode_changes == 1 { "" } else { "s" },
+            f.retransmits,
+            if f.retransmits == 1 { "" } else { "s" },
+        ));
+    }
+    s.push_str(if f.ka_enabled {
+        " [KA negotiated]"
+    } else {
+        " [plain TCP]"
+    });
+    s
+}
+
+/// Prints a finished flow in the chosen format.
+pub fn print(json_out: bool, role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) {
+    if json_out {
+        println!("{}", json(role, local, peer, f));
+    } else {
+        println!("{}", human(role, local, peer, f));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ka_endpoint::Mode;
+    use std::time::Duration;
+
+    fn flow() -> FlowSummary {
+        FlowSummary {
+            bytes: 10_000_000,
+            fct: Duration::from_secs(4),
+            time_ka: Duration::from_secs(3),
+            time_tcp: Duration::from_secs(1),
+            mode_changes: 1,
+            retransmits: 0,
+            ka_enabled: true,
+            final_mode: Mode::Ka,
+        }
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let a: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+        let b: SocketAddr = "10.0.0.2:5001".parse().unwrap();
+        let v = json(Role::Send, a, b, &flow());
+        assert_eq!(v["bytes"], 10_000_000);
+        assert_eq!(v["fct_s"], 4.0);
+        assert_eq!(v["goodput_bps"], 20e6);
+        assert_eq!(v["ka_time_frac"], 0.75);
+        assert_eq!(v["mode_changes"], 1);
+        assert_eq!(v["retransmits"], 0);
+        assert_eq!(v["role"], "send");
+        let h = human(Role::Send, a, b, &flow());
+        assert!(
+            h.contains("10.00 MB") && h.contains("20.00 Mbit/s") && h.contains("75.0 %"),
+            "{h}"
+        );
+    }
+}

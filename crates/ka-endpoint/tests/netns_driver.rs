@@ -1,0 +1,220 @@
+//! The driver's library API (`KaStack`, `KaStream`, `KaListener`) on a real
+//! TUN device against the Linux kernel's TCP, inside a private network
+//! namespace: the test re-executes itself there (`ip netns exec`). Needs
+//! root, `/dev/net/tun` and iproute2; skipped loudly otherwise.
+
+#![cfg(all(feature = "cli", target_os = "linux"))]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ka_endpoint::driver::{DriverConfig, KaStack};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const CHILD_ENV: &str = "KA_EP_DRIVER_CHILD";
+const DEV: &str = "kaep0";
+/// Userspace stack; the kernel side of the device is 10.88.0.254.
+const CIDR: &str = "10.88.0.1/24";
+const KERNEL: &str = "10.88.0.254";
+
+/// Deletes the namespace on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// Runs `test` (this file's test of that name) inside a fresh namespace.
+fn in_netns(test: &str) {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    if let Some(why) = ka_router::shell::testbed::unavailable() {
+        eprintln!("!! SKIPPING real-network test {test}: {why} (CI runs it as root)");
+        return;
+    }
+    let ns = Netns(format!("kaepd{}{}", std::process::id(), test.len()));
+    let ok = Command::new("ip")
+        .args(["netns", "add", &ns.0])
+        .status()
+        .expect("ip");
+    assert!(ok.success(), "ip netns add");
+    let ok = Command::new("ip")
+        .args(["-n", &ns.0, "link", "set", "lo", "up"])
+        .status()
+        .expect("ip");
+    assert!(ok.success());
+    let out = Command::new("timeout")
+        .arg("60")
+        .args(["ip", "netns", "exec", &ns.0])
+        .arg(std::env::current_exe().expect("test exe"))
+        .args([test, "--exact", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the test in the namespace");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{text}");
+    assert!(out.status.success(), "{test} failed inside the namespace");
+    assert!(text.contains("1 passed"), "the child did not run {test}");
+}
+
+fn is_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn stack() -> KaStack {
+    KaStack::open(DEV, CIDR.parse().expect("cidr"), DriverConfig::default())
+        .expect("opening the TUN device")
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// connect → write 5 MB (5× the send buffer, so `poll_write` must block
+/// and be woken) → `shutdown` (returns once the kernel ACKed our FIN) →
+/// the kernel's reply still arrives (half-close) → stats are consistent.
+#[test]
+fn connect_write_shutdown_then_read_the_reply() {
+    in_netns("connect_write_shutdown_then_read_the_reply");
+    if !is_child() {
+        return;
+    }
+    let n = 5_000_000;
+    let data = pattern(n);
+    let expect = data.clone();
+    let rt = runtime();
+    rt.block_on(async {
+        let stack = stack();
+        let l = TcpListener::bind((KERNEL, 7000)).expect("kernel listener");
+        let server = std::thread::spawn(move || {
+            let (mut c, peer) = l.accept().expect("accept");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).expect("read");
+            assert!(
+                got == expect,
+                "kernel received different bytes ({} of {})",
+                got.len(),
+                expect.len()
+            );
+            c.write_all(format!("got {} from {}", got.len(), peer.ip()).as_bytes())
+                .expect("reply");
+        });
+        let to: SocketAddr = format!("{KERNEL}:7000").parse().unwrap();
+        let mut s = stack.connect(to).await.expect("connect");
+        assert_eq!(s.peer_addr(), to);
+        assert_eq!(s.local_addr().ip().to_string(), "10.88.0.1");
+        s.write_all(&data).await.expect("write_all");
+        s.shutdown().await.expect("shutdown");
+        let st = s.stats();
+        let flow = st.send_summary().expect("send_done after shutdown");
+        assert_eq!(flow.bytes, n as u64);
+        assert!(!flow.ka_enabled, "the kernel does not offer KA");
+        assert_eq!(flow.mode_changes, 0);
+        assert!(
+            s.write(b"late").await.is_err(),
+            "writing after shutdown must fail"
+        );
+        let mut reply = String::new();
+        s.read_to_string(&mut reply)
+            .await
+            .expect("reading after our FIN");
+        assert_eq!(reply, format!("got {n} from 10.88.0.1"));
+        assert!(s.stats().recv_summary().is_some(), "peer FIN recorded");
+        server.join().expect("server thread");
+        drop(s);
+        assert!(
+            stack.close(Duration::from_secs(5)).await,
+            "connections finish"
+        );
+        let d = stack.stats();
+        assert!(d.packets_in > 1000 && d.packets_out > 3000, "{d:?}");
+        assert_eq!(d.input_dropped, 0, "{d:?}");
+    });
+}
+
+/// A kernel client connects to a `KaListener`; we read to EOF, answer,
+/// and dropping the stream closes gracefully (the client reads EOF, not a
+/// reset).
+#[test]
+fn listener_accepts_kernel_clients() {
+    in_netns("listener_accepts_kernel_clients");
+    if !is_child() {
+        return;
+    }
+    let rt = runtime();
+    rt.block_on(async {
+        let stack = stack();
+        let listener = stack.listen(7001).expect("listen");
+        assert!(stack.listen(7001).is_err(), "a port is listened on once");
+        let (tx, rx) = mpsc::channel();
+        let client = std::thread::spawn(move || {
+            let mut c = TcpStream::connect_timeout(
+                &"10.88.0.1:7001".parse().unwrap(),
+                Duration::from_secs(5),
+            )
+            .expect("kernel connect");
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c.write_all(&pattern(300_000)).expect("write");
+            c.shutdown(std::net::Shutdown::Write).expect("shutdown");
+            let mut back = Vec::new();
+            c.read_to_end(&mut back).expect("read to EOF (no reset)");
+            tx.send(back).unwrap();
+        });
+        let (mut s, peer) = listener.accept().await.expect("accept");
+        assert_eq!(peer.ip().to_string(), KERNEL);
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.expect("read");
+        assert!(got == pattern(300_000), "received {} bytes", got.len());
+        let flow = s.stats().recv_summary().expect("peer FIN recorded");
+        assert_eq!(flow.bytes, 300_000);
+        s.write_all(b"thanks").await.expect("reply");
+        drop(s); // graceful close: FIN after "thanks"
+        let back = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .expect("client finished");
+        assert_eq!(back, b"thanks");
+        client.join().unwrap();
+        assert!(stack.close(Duration::from_secs(5)).await);
+    });
+}
+
+/// A SYN to a closed kernel port is answered with RST: `connect` fails
+/// with `ConnectionRefused` (and does not hang).
+#[test]
+fn connect_to_a_closed_port_is_refused() {
+    in_netns("connect_to_a_closed_port_is_refused");
+    if !is_child() {
+        return;
+    }
+    let rt = runtime();
+    rt.block_on(async {
+        let stack = stack();
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            stack.connect(format!("{KERNEL}:7999").parse().unwrap()),
+        )
+        .await
+        .expect("refused quickly");
+        let e = r.expect_err("nobody listens");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    });
+}
