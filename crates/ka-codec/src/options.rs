@@ -7,6 +7,15 @@
 //!   receiver: `code` = L/8 of the latest leading fragment (3…185), `count` a
 //!   wrapping counter of leading fragments received.
 //!
+//! The native-RCP baseline (DESIGN §3.4, not part of KA) negotiates and
+//! echoes its rate with a second RFC 6994 experiment, ExID `0x4B52` ("KR"):
+//!
+//! * **RCP-Permitted** `253, 4, 0x4B, 0x52` — in SYN and SYN-ACK only; the
+//!   native-RCP carrier is on only if both carry it.
+//! * **RCP-Echo** `253, 8, 0x4B, 0x52, rate (u32 BE, bytes/s)` — on ACKs
+//!   (and the SYN-ACK) from a native-RCP receiver: the rate field of the
+//!   IPv4 RCP option ([`crate::rcp_option`]) of the data it acknowledges.
+//!
 //! The parsers take exactly one option, starting at its kind byte (a TCP option
 //! walker hands over `kind, len, …` with `len` bytes in total). They never
 //! panic. A kind-253 option with a different ExID is [`OptionError::UnknownExId`]:
@@ -25,7 +34,11 @@ pub const MIN_RATE_CODE: u8 = 3;
 /// Largest valid KA-Rate `code` byte (L = 1480).
 pub const MAX_RATE_CODE: u8 = 185;
 
+/// The native-RCP experiment identifier ("KR").
+pub const RCP_EXID: u16 = 0x4B52;
+
 const EXID_BYTES: [u8; 2] = KA_EXID.to_be_bytes();
+const RCP_EXID_BYTES: [u8; 2] = RCP_EXID.to_be_bytes();
 
 /// Why a KA option could not be parsed or emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,8 +48,8 @@ pub enum OptionError {
     Truncated,
     /// The kind byte is not 253.
     WrongKind(u8),
-    /// The length byte is impossible for a KA option (below 4, or not 4/6 for
-    /// the KA ExID).
+    /// The length byte is impossible for the option (below 4, or not 4/6 for
+    /// the KA ExID, not 4/8 for the RCP ExID).
     BadLength(u8),
     /// The slice holds more bytes than the length byte announces.
     TrailingBytes {
@@ -64,7 +77,9 @@ impl fmt::Display for OptionError {
         match *self {
             OptionError::Truncated => f.write_str("KA option truncated"),
             OptionError::WrongKind(k) => write!(f, "TCP option kind {k} is not 253 (experimental)"),
-            OptionError::BadLength(l) => write!(f, "bad KA option length {l} (expected 4 or 6)"),
+            OptionError::BadLength(l) => {
+                write!(f, "bad option length {l} (KA: 4 or 6; RCP: 4 or 8)")
+            }
             OptionError::TrailingBytes { declared, actual } => {
                 write!(
                     f,
@@ -254,6 +269,127 @@ impl From<KaPermitted> for KaOption {
     }
 }
 
+/// RCP-Permitted: `253, 4, 0x4B, 0x52` (SYN and SYN-ACK only; native-RCP
+/// baseline).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RcpPermitted;
+
+impl RcpPermitted {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 4;
+    /// The encoded option.
+    pub const BYTES: [u8; 4] = [KIND_EXPERIMENTAL, 4, RCP_EXID_BYTES[0], RCP_EXID_BYTES[1]];
+
+    /// Writes the option to the front of `buf`; returns the bytes written (4).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        write_out(&Self::BYTES, buf)
+    }
+}
+
+/// RCP-Echo: `253, 8, 0x4B, 0x52, rate` (native-RCP baseline): the rate, in
+/// bytes per second, that the IPv4 RCP option of the acknowledged data
+/// carried when it arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RcpEcho {
+    /// The path's rate, bytes per second.
+    pub rate_bytes_per_sec: u32,
+}
+
+impl RcpEcho {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 8;
+
+    /// Writes the option to the front of `buf`; returns the bytes written (8).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        let r = self.rate_bytes_per_sec.to_be_bytes();
+        let bytes = [
+            KIND_EXPERIMENTAL,
+            Self::LEN as u8,
+            RCP_EXID_BYTES[0],
+            RCP_EXID_BYTES[1],
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+        ];
+        write_out(&bytes, buf)
+    }
+}
+
+/// Either native-RCP TCP option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RcpTcpOption {
+    /// RCP-Permitted.
+    Permitted,
+    /// RCP-Echo.
+    Echo(RcpEcho),
+}
+
+impl RcpTcpOption {
+    /// Parses one whole option, `opt` starting at its kind byte and exactly
+    /// `len` bytes long. Checks kind 253, length byte ≥ 4 and equal to the
+    /// slice length, ExID `0x4B52` (else [`OptionError::UnknownExId`]),
+    /// then length 4 or 8.
+    pub fn parse(opt: &[u8]) -> Result<RcpTcpOption, OptionError> {
+        let (len, exid, body) = split_experimental(opt)?;
+        if exid != RCP_EXID {
+            return Err(OptionError::UnknownExId(exid));
+        }
+        match *body {
+            [] => Ok(RcpTcpOption::Permitted),
+            [a, b, c, d] => Ok(RcpTcpOption::Echo(RcpEcho {
+                rate_bytes_per_sec: u32::from_be_bytes([a, b, c, d]),
+            })),
+            _ => Err(OptionError::BadLength(len)),
+        }
+    }
+
+    /// Encoded length in bytes (4 or 8).
+    #[inline]
+    pub const fn wire_len(&self) -> usize {
+        match self {
+            RcpTcpOption::Permitted => RcpPermitted::LEN,
+            RcpTcpOption::Echo(_) => RcpEcho::LEN,
+        }
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        match self {
+            RcpTcpOption::Permitted => RcpPermitted.emit(buf),
+            RcpTcpOption::Echo(e) => e.emit(buf),
+        }
+    }
+}
+
+/// Checks an experimental option's kind and length byte against the slice;
+/// returns the length byte, the ExID and the bytes after it.
+fn split_experimental(opt: &[u8]) -> Result<(u8, u16, &[u8]), OptionError> {
+    let (&kind, rest) = opt.split_first().ok_or(OptionError::Truncated)?;
+    if kind != KIND_EXPERIMENTAL {
+        return Err(OptionError::WrongKind(kind));
+    }
+    let &len = rest.first().ok_or(OptionError::Truncated)?;
+    if len < 4 {
+        return Err(OptionError::BadLength(len));
+    }
+    let declared = usize::from(len);
+    if opt.len() < declared {
+        return Err(OptionError::Truncated);
+    }
+    if opt.len() > declared {
+        return Err(OptionError::TrailingBytes {
+            declared: len,
+            actual: opt.len(),
+        });
+    }
+    match *opt {
+        [_, _, hi, lo, ref body @ ..] => Ok((len, u16::from_be_bytes([hi, lo]), body)),
+        // Unreachable: opt.len() == len ≥ 4.
+        _ => Err(OptionError::Truncated),
+    }
+}
+
 fn check_code(code: u8) -> Result<(), OptionError> {
     if (MIN_RATE_CODE..=MAX_RATE_CODE).contains(&code) {
         Ok(())
@@ -272,4 +408,87 @@ fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, OptionError> {
         })?;
     dst.copy_from_slice(bytes);
     Ok(bytes.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rcp_options_round_trip() {
+        let mut buf = [0u8; 8];
+        assert_eq!(RcpPermitted.emit(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], &[253, 4, 0x4B, 0x52]);
+        assert_eq!(RcpTcpOption::parse(&buf[..4]), Ok(RcpTcpOption::Permitted));
+        let echo = RcpEcho {
+            rate_bytes_per_sec: 18_750_000,
+        };
+        assert_eq!(RcpTcpOption::Echo(echo).emit(&mut buf), Ok(8));
+        assert_eq!(buf, [253, 8, 0x4B, 0x52, 0x01, 0x1E, 0x1A, 0x30]);
+        assert_eq!(RcpTcpOption::parse(&buf), Ok(RcpTcpOption::Echo(echo)));
+        assert_eq!(RcpTcpOption::Echo(echo).wire_len(), 8);
+        assert_eq!(
+            RcpEcho {
+                rate_bytes_per_sec: 1
+            }
+            .emit(&mut [0u8; 7]),
+            Err(OptionError::BufferTooSmall {
+                needed: 8,
+                available: 7
+            })
+        );
+    }
+
+    #[test]
+    fn rcp_and_ka_exids_do_not_mix() {
+        // Each parser rejects the other experiment's options as unknown.
+        assert_eq!(
+            RcpTcpOption::parse(&KaPermitted::BYTES),
+            Err(OptionError::UnknownExId(KA_EXID))
+        );
+        assert_eq!(
+            KaOption::parse(&RcpPermitted::BYTES),
+            Err(OptionError::UnknownExId(RCP_EXID))
+        );
+        // Lengths other than 4 and 8 are errors for the RCP ExID.
+        assert_eq!(
+            RcpTcpOption::parse(&[253, 6, 0x4B, 0x52, 0, 0]),
+            Err(OptionError::BadLength(6))
+        );
+        assert_eq!(
+            RcpTcpOption::parse(&[253, 8, 0x4B, 0x52, 0, 0]),
+            Err(OptionError::Truncated)
+        );
+        assert_eq!(
+            RcpTcpOption::parse(&[253, 3, 0x4B]),
+            Err(OptionError::BadLength(3))
+        );
+        assert_eq!(RcpTcpOption::parse(&[]), Err(OptionError::Truncated));
+        assert_eq!(
+            RcpTcpOption::parse(&[254, 4, 0x4B, 0x52]),
+            Err(OptionError::WrongKind(254))
+        );
+        assert_eq!(
+            RcpTcpOption::parse(&[253, 4, 0x4B, 0x52, 0]),
+            Err(OptionError::TrailingBytes {
+                declared: 4,
+                actual: 5
+            })
+        );
+    }
+
+    #[test]
+    fn rcp_parser_never_panics_on_short_or_long_input() {
+        let mut bytes = [0u8; 12];
+        for len in 0..=bytes.len() {
+            for b1 in [0u8, 2, 3, 4, 8, 9, 255] {
+                bytes[0] = 253;
+                if len > 1 {
+                    bytes[1] = b1;
+                }
+                let _ = RcpTcpOption::parse(&bytes[..len]);
+                let _ = KaOption::parse(&bytes[..len]);
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Property tests for `ka_codec::wire`: no view or parser panics on any
 //! bytes, and every `Repr` survives `emit` → `parse` unchanged.
 
-use ka_codec::options::KaRate;
+use ka_codec::options::{KaRate, RcpEcho};
 use ka_codec::wire::checksum::{self, pseudo_v4, pseudo_v6};
 use ka_codec::wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use ka_codec::wire::ipv6::{self, FragmentHeader, Ipv6Packet};
@@ -76,8 +76,9 @@ fn arb_options() -> impl Strategy<Value = TcpOptions> {
         proptest::option::of((any::<u32>(), any::<u32>())),
         any::<bool>(),
         proptest::option::of((3u8..=185, any::<u8>())),
+        (any::<bool>(), proptest::option::of(any::<u32>())),
     )
-        .prop_map(|(mss, ws, sp, sack, ts, kp, kr)| {
+        .prop_map(|(mss, ws, sp, sack, ts, kp, kr, (rp, re))| {
             let mut blocks = SackBlocks::new();
             for (l, r) in sack {
                 blocks.push(l, r);
@@ -90,6 +91,12 @@ fn arb_options() -> impl Strategy<Value = TcpOptions> {
                 timestamps: ts,
                 ka_permitted: kp,
                 ka_rate: kr.map(|(code, count)| KaRate { code, count }),
+                // A segment is KA or native RCP, never both (the parser
+                // drops RCP options next to KA ones).
+                rcp_permitted: rp && !kp && kr.is_none(),
+                rcp_echo: re
+                    .filter(|_| !kp && kr.is_none())
+                    .map(|rate_bytes_per_sec| RcpEcho { rate_bytes_per_sec }),
             }
         })
 }

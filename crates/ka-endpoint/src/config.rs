@@ -35,6 +35,19 @@ pub struct KaConfig {
     /// KA → TCP when no fresh signal for more than `silence_srtts · srtt`.
     /// Default 1.0 (paper §II-C2: "more than a RTT").
     pub silence_srtts: f64,
+    /// Active opens use the native-RCP carrier (DESIGN §3.4; the paper's
+    /// RCP baseline) instead of KA fragments: the SYN offers RCP-Permitted
+    /// instead of KA-Permitted, the SYN and data carry the IPv4 RCP option,
+    /// and the rate comes back in RCP-Echo options. Same mode machine as KA.
+    /// Requires `enabled`. Passive opens answer either offer whenever
+    /// `enabled` is set, whatever this says. Default false.
+    pub native_rcp: bool,
+    /// A flow that left KA mode by loss may return once the path has shown
+    /// no standing queue for this many srtts (besides the paper's
+    /// `cwnd/srtt ≥ R`; see `conn::ka`). Long enough to outlast the quiet
+    /// phases of a legacy queue shared with synchronised TCP flows.
+    /// Default 8.
+    pub clear_srtts: f64,
 }
 
 impl Default for KaConfig {
@@ -47,6 +60,8 @@ impl Default for KaConfig {
             cwnd_extra_segments: 3,
             ack_fresh_signals: true,
             silence_srtts: 1.0,
+            native_rcp: false,
+            clear_srtts: 8.0,
         }
     }
 }
@@ -69,8 +84,16 @@ pub struct TcpConfig {
     pub max_ooo_ranges: usize,
     /// Initial congestion window in segments (RFC 6928: 10).
     pub initial_window_segments: usize,
+    /// Initial slow-start threshold in bytes; `None` = "arbitrarily high"
+    /// (RFC 5681 §3.1). Older stacks used 65 535 (e.g. ns-3 before 3.26).
+    /// Values below 2·MSS are raised to 2·MSS. Default `None`.
+    pub initial_ssthresh: Option<usize>,
     /// TCP-mode congestion control. Default NewReno.
     pub cc: CcAlgorithm,
+    /// NewReno window growth by bytes acknowledged (RFC 3465/5681, default
+    /// true) or per ACK (false: RFC 2581 and ns-3 before 3.25; see
+    /// [`NewReno`](crate::NewReno)). CUBIC ignores it.
+    pub byte_counting: bool,
     /// Pace in TCP mode at the controller's `pacing_rate()`. Default off
     /// (plain window-limited bursts, like a classic TCP).
     pub tcp_pacing: bool,
@@ -86,6 +109,14 @@ pub struct TcpConfig {
     pub delayed_ack: Option<Duration>,
     /// Acknowledge at least every this many full-sized segments. Default 2.
     pub ack_every: usize,
+    /// Send a window update when `read` opens the receive window by a
+    /// useful amount (RFC 1122 §4.2.3.3; default true). With false, a read
+    /// only triggers an ACK if the window last advertised was below one MSS
+    /// (the sender may be stalled); otherwise the opened window rides on the
+    /// next ACK that arriving data triggers — the behaviour of ns-3 before
+    /// 3.27, whose first data segment therefore waits for the delayed-ACK
+    /// timer (the SYN-ACK's window is unscaled, so the first read opens it).
+    pub window_update_on_read: bool,
     /// TIME-WAIT duration (2·MSL). Default 60 s.
     pub time_wait: Duration,
     /// How long FIN-WAIT-2 may last before the connection is dropped.
@@ -119,7 +150,9 @@ impl Default for TcpConfig {
             recv_buffer: 1 << 20,
             max_ooo_ranges: 256,
             initial_window_segments: 10,
+            initial_ssthresh: None,
             cc: CcAlgorithm::NewReno,
+            byte_counting: true,
             tcp_pacing: false,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_secs(1),
@@ -127,6 +160,7 @@ impl Default for TcpConfig {
             clock_granularity: Duration::from_millis(1),
             delayed_ack: Some(Duration::from_millis(40)),
             ack_every: 2,
+            window_update_on_read: true,
             time_wait: Duration::from_secs(60),
             fin_wait2_timeout: Duration::from_secs(60),
             syn_retries: 6,

@@ -75,10 +75,20 @@
 //!   segments cover delayed-ACK granularity at a few packets per RTT
 //!   ([`KaConfig::cwnd_extra_segments`]).
 //! * **Silence**: no fresh signal for more than one srtt (at least three
-//!   packet times at R), measured from the last fresh echo. KA receivers
-//!   ACK at once when a fresh signal is pending
+//!   packet times at R) plus srtt/16, measured from the last fresh echo —
+//!   right after entering KA mode from the first signal-carrying segment
+//!   sent. KA receivers ACK at once when a fresh signal is pending
 //!   ([`KaConfig::ack_fresh_signals`]), so echoes are not held 40 ms by the
 //!   delayed-ACK timer.
+//! * **Coming back after a loss** deviates from DESIGN §5.3: besides
+//!   `cwnd/srtt ≥ R`, a flow returns once its loss episode is over and the
+//!   path is clear, or R falls, at a rate capped by what it had before; a
+//!   loss while the routers were silent counts as silence. See the
+//!   `conn::ka` module docs.
+//! * **RTT indicators** start with the first fresh signal (a DF indicator
+//!   among the first segments would carry no signal).
+//! * **Native RCP** ([`KaConfig::native_rcp`], DESIGN §3.4): the same mode
+//!   machine on IPv4 RCP options and RCP-Echo TCP options.
 //! * **Indicators** go out when due even between pacing slots (still
 //!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
 //! * **Pacing**: a next-departure-time pacer with 1 ms of burst credit; in

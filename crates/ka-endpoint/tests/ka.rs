@@ -137,9 +137,9 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
     let (t_tcp, m) = *changes.last().unwrap();
     assert_eq!(m.reason, ModeReason::Silence);
     // the last stamped packet needs one RTT to be echoed back, then the
-    // sender waits one srtt
+    // sender waits one srtt (plus the srtt/16 jitter margin)
     assert!(
-        t_tcp - t_off <= 2 * srtt,
+        t_tcp - t_off <= 2 * srtt + srtt / 8,
         "TCP mode after {:?} (srtt {srtt:?})",
         t_tcp - t_off
     );
@@ -180,8 +180,11 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
     assert_eq!(st.retransmits, 0);
 }
 
+/// After a loss, a flow returns to KA mode once its loss episode is over and
+/// the path shows no standing queue (the crate's deviation from DESIGN §5.3;
+/// see `conn::ka`), without waiting for `cwnd / srtt ≥ R`.
 #[test]
-fn loss_at_legacy_bottleneck_returns_to_ka_only_when_cwnd_reaches_r() {
+fn loss_at_legacy_bottleneck_returns_to_ka_once_the_path_is_clear() {
     let mut net = ka_net(23);
     let now = net.now;
     let mut legacy = PortConfig::new(C);
@@ -193,6 +196,7 @@ fn loss_at_legacy_bottleneck_returns_to_ka_only_when_cwnd_reaches_r() {
     net.run_for(Duration::from_secs(2));
     assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
     assert_eq!(net.a.conn(h).unwrap().stats().retransmits, 0);
+    let rate_before = net.a.conn(h).unwrap().stats().ka_rate.unwrap();
     // cross traffic floods the legacy port's small queue: our packets drop
     for i in 0..40 {
         net.inject(Side::A, 1, cross_packet(1500, i));
@@ -219,11 +223,17 @@ fn loss_at_legacy_bottleneck_returns_to_ka_only_when_cwnd_reaches_r() {
     let (t_back, back) = after[1];
     assert_eq!(back.to, Mode::Ka);
     assert_eq!(back.reason, ModeReason::Recovered);
-    // the switch happened only once cwnd / srtt reached R …
-    let srtt_ms = back.srtt.unwrap().as_secs_f64() * 1e3;
-    let r = back.rate.unwrap();
-    assert!(back.cwnd as f64 / srtt_ms >= r, "{back:?}");
-    // … although fresh signals kept coming the whole time in TCP mode
+    // not before the loss episode was over (recovery, then an srtt without
+    // a standing queue) …
+    let srtt = back.srtt.unwrap();
+    assert!(*t_back - *t_loss > srtt * 2, "{:?}", *t_back - *t_loss);
+    // … and then promptly: recovery plus `clear_srtts` (8) srtts
+    assert!(
+        *t_back - *t_loss < RTT * 14,
+        "recovered after {:?}",
+        *t_back - *t_loss
+    );
+    // fresh signals kept coming the whole time in TCP mode
     let in_tcp: Vec<_> = samples
         .iter()
         .filter(|(t, _, _)| t > t_loss && t < t_back)
@@ -231,17 +241,222 @@ fn loss_at_legacy_bottleneck_returns_to_ka_only_when_cwnd_reaches_r() {
     let first = in_tcp.first().unwrap().2;
     let last = in_tcp.last().unwrap().2;
     assert!(
-        last > first + 10,
+        last > first + 3,
         "signals while in TCP mode: {first} → {last}"
-    );
-    assert!(
-        *t_back - *t_loss > RTT * 3,
-        "recovered after {:?}",
-        *t_back - *t_loss
     );
     let st = net.a.conn(h).unwrap().stats();
     assert!(st.retransmits > 0);
     assert_eq!(st.mode, Mode::Ka, "{st:?}");
+    // R rose while the flow was in TCP mode (the KA port saw less input);
+    // the flow came back at no more than it had before the loss
+    if let Some(cap) = st.ka_rate_cap {
+        assert!(cap >= 0.9 * rate_before && cap <= 1.1 * rate_before);
+    }
+}
+
+/// Paper Fig. 6/7 in small: two KA flows cross a KA port, then a legacy
+/// port. While cross traffic keeps the legacy queue standing, they stay in
+/// TCP mode although the KA port keeps signalling (and, no longer the
+/// bottleneck, raises R). When the cross traffic stops they come back in
+/// KA mode at the rate they had before, not at the inflated R.
+#[test]
+fn legacy_congestion_keeps_tcp_mode_and_return_is_capped() {
+    let mut net = ka_net(31);
+    let now = net.now;
+    let mut legacy = PortConfig::new(C);
+    legacy.signalling = Signalling::None;
+    legacy.queue_limit = 60;
+    net.ab.hops.push(Hop::port(legacy, now));
+    let h1 = net.connect(5001);
+    let h2 = net.connect(5002);
+    net.send_bulk(Side::A, h1, payload(40_000_000, 1), false);
+    net.send_bulk(Side::A, h2, payload(40_000_000, 2), false);
+    net.run_for(Duration::from_secs(3));
+    let before: Vec<f64> = [h1, h2]
+        .iter()
+        .map(|&h| {
+            let c = net.a.conn(h).unwrap();
+            assert_eq!(c.mode(), Mode::Ka);
+            c.stats().ka_rate.unwrap()
+        })
+        .collect();
+    // each about C/2 (R quantised down), 1250 B/ms = 10 Mbit/s
+    for r in &before {
+        assert!(*r > 450.0 && *r < 650.0, "{before:?}");
+    }
+    // 3–7 s: DF cross traffic at 60 % of C into the legacy port
+    let gap = Duration::from_secs_f64(1500.0 * 8.0 / (0.6 * C as f64));
+    let mut next = net.elapsed();
+    let mut id = 0u16;
+    let mut in_tcp_late = true;
+    net.run_for_with(Duration::from_secs(4), |n| {
+        while n.elapsed() >= next {
+            id = id.wrapping_add(1);
+            n.inject(Side::A, 1, cross_packet(1500, id));
+            next += gap;
+        }
+        if n.elapsed() > Duration::from_secs(4) {
+            for h in [h1, h2] {
+                in_tcp_late &= n.a.conn(h).unwrap().mode() == Mode::Tcp;
+            }
+        }
+    });
+    assert!(in_tcp_late, "TCP mode while the legacy queue stands");
+    // the KA port, no longer the bottleneck, raised R well above C/2
+    let r_now = signalled(&net, 0).unwrap();
+    assert!(r_now > 1.4 * before[0], "R {r_now} vs {before:?}");
+    // cross traffic stops: both back in KA mode within a second …
+    let t_stop = net.elapsed();
+    assert!(net.run_until(Duration::from_secs(2), |n| {
+        [h1, h2]
+            .iter()
+            .all(|&h| n.a.conn(h).unwrap().mode() == Mode::Ka)
+    }));
+    assert!(net.elapsed() - t_stop < Duration::from_secs(1));
+    // … paced at no more than about their old rate (the rate they had when
+    // they left KA mode), whatever R is by then
+    let retx: u64 = [h1, h2]
+        .iter()
+        .map(|&h| net.a.conn(h).unwrap().stats().retransmits)
+        .sum();
+    for (i, &h) in [h1, h2].iter().enumerate() {
+        let st = net.a.conn(h).unwrap().stats();
+        let r = st.ka_rate.unwrap();
+        let paced = st.ka_rate_cap.map_or(r, |c| c.min(r));
+        assert!(
+            paced <= 1.2 * before[i],
+            "{paced} vs {} ({st:?})",
+            before[i]
+        );
+    }
+    net.record_a = true;
+    let t0 = net.elapsed();
+    net.run_for(Duration::from_secs(1));
+    let rate = send_rate(&net, t0, net.elapsed());
+    assert!(rate < 1.05 * (before[0] + before[1]) * 1000.0, "{rate} B/s");
+    // and no new loss from overshooting
+    let retx_after: u64 = [h1, h2]
+        .iter()
+        .map(|&h| net.a.conn(h).unwrap().stats().retransmits)
+        .sum();
+    assert_eq!(retx_after, retx);
+}
+
+/// The cap after a return into an inflated R, with a fixed-code stamper in
+/// place of a router so R is exactly what the test says: the flow comes
+/// back at the rate it had, stays there while R is higher, follows R once R
+/// comes down to the cap, and then follows it up again.
+#[test]
+fn return_into_an_inflated_rate_is_capped_until_r_comes_down() {
+    use ka_codec::scale::Code;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let rate = |len: usize| Scale::PAPER.decode(Code::from_len(len).unwrap());
+    let (lo, hi, lower) = (520, 760, 480);
+    let mut net = Net::default_pair(ONE_WAY, 41);
+    // drop our data packets in a 20 ms window: one loss episode
+    let drop_from = Rc::new(Cell::new(None::<std::time::Instant>));
+    let d = drop_from.clone();
+    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
+        d.get()
+            .is_some_and(|t| at >= t && at < t + Duration::from_millis(20))
+            && pkt.len() > 1000
+    })));
+    net.ab.hops.push(Hop::Stamp(Code::from_len(lo).unwrap()));
+    net.record_a = true;
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(60_000_000, 4), false);
+    net.run_for(Duration::from_secs(2));
+    assert_eq!(net.a.conn(h).unwrap().stats().ka_rate, Some(rate(lo)));
+    drop_from.set(Some(net.now));
+    net.run_for(Duration::from_millis(150));
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Tcp);
+    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!(m.reason, ModeReason::Loss);
+    // R jumps to 6.5 × while the flow is in TCP mode
+    net.ab.hops[1] = Hop::Stamp(Code::from_len(hi).unwrap());
+    let t_switch = net.elapsed();
+    assert!(
+        net.run_until(Duration::from_secs(2), |n| n.a.conn(h).unwrap().mode()
+            == Mode::Ka)
+    );
+    let back = net.elapsed() - t_switch;
+    assert!(back < Duration::from_secs(1), "back after {back:?}");
+    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!(m.reason, ModeReason::Recovered);
+    let st = net.a.conn(h).unwrap().stats();
+    assert_eq!(st.ka_rate, Some(rate(hi)));
+    // the cap: the rate it had in KA mode
+    let cap = st.ka_rate_cap.unwrap();
+    assert_eq!(cap, rate(lo));
+    let t0 = net.elapsed() + RTT;
+    net.run_for(Duration::from_secs(1) + RTT);
+    let sent = send_rate(&net, t0, net.elapsed()) / 1000.0;
+    assert!((sent - cap).abs() < 0.08 * cap, "{sent} B/ms");
+    // R comes down below the cap: the cap goes, the flow follows R …
+    net.ab.hops[1] = Hop::Stamp(Code::from_len(lower).unwrap());
+    net.run_for(RTT * 2);
+    assert_eq!(net.a.conn(h).unwrap().stats().ka_rate_cap, None);
+    let t0 = net.elapsed();
+    net.run_for(Duration::from_secs(1));
+    let sent = send_rate(&net, t0, net.elapsed()) / 1000.0;
+    assert!(
+        (sent - rate(lower)).abs() < 0.08 * rate(lower),
+        "{sent} B/ms"
+    );
+    // … and up again
+    net.ab.hops[1] = Hop::Stamp(Code::from_len(hi).unwrap());
+    net.run_for(RTT * 2);
+    let t0 = net.elapsed();
+    net.run_for(Duration::from_secs(1));
+    let sent = send_rate(&net, t0, net.elapsed()) / 1000.0;
+    assert!((sent - rate(hi)).abs() < 0.08 * rate(hi), "{sent} B/ms");
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+}
+
+/// A flow that left by loss, whose routers then stop signalling while its
+/// ACKs keep coming (a KA router in TCP mode, which freezes R), trusts R
+/// again: it comes back at the first fresh signal, uncapped (paper Fig. 5).
+#[test]
+fn losses_while_the_routers_are_silent_do_not_cap_the_return() {
+    use ka_codec::scale::Code;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let rate = |len: usize| Scale::PAPER.decode(Code::from_len(len).unwrap());
+    let mut net = Net::default_pair(ONE_WAY, 43);
+    let drop_from = Rc::new(Cell::new(None::<std::time::Instant>));
+    let d = drop_from.clone();
+    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
+        d.get()
+            .is_some_and(|t| at >= t && at < t + Duration::from_millis(20))
+            && pkt.len() > 1000
+    })));
+    net.ab.hops.push(Hop::Stamp(Code::from_len(520).unwrap()));
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(60_000_000, 5), false);
+    net.run_for(Duration::from_secs(2));
+    drop_from.set(Some(net.now));
+    net.run_for(Duration::from_millis(150));
+    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!((m.to, m.reason), (Mode::Tcp, ModeReason::Loss));
+    // the routers fall silent: nothing stamps any more, ACKs keep coming
+    net.ab.hops[1] = Hop::Filter(Box::new(|_, _| false));
+    net.run_for(Duration::from_millis(500));
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Tcp);
+    // signals come back at 6.5 × the old rate: KA at the first fresh echo,
+    // following R, no cap
+    net.ab.hops[1] = Hop::Stamp(Code::from_len(760).unwrap());
+    let t_on = net.elapsed();
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
+            == Mode::Ka)
+    );
+    assert!(net.elapsed() - t_on <= RTT + Duration::from_millis(10));
+    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!(m.reason, ModeReason::Signal);
+    let st = net.a.conn(h).unwrap().stats();
+    assert_eq!(st.ka_rate, Some(rate(760)));
+    assert_eq!(st.ka_rate_cap, None);
 }
 
 #[test]
@@ -370,7 +585,11 @@ fn port_in_tcp_mode_stops_signals_then_ka_resumes() {
     assert_eq!(changes.len(), 2, "no flapping: {changes:?}");
     let (t_tcp, m) = changes[0];
     assert_eq!((m.to, m.reason), (Mode::Tcp, ModeReason::Silence));
-    assert!(t_tcp - t_inj <= 2 * srtt, "TCP after {:?}", t_tcp - t_inj);
+    assert!(
+        t_tcp - t_inj <= 2 * srtt + srtt / 8,
+        "TCP after {:?}",
+        t_tcp - t_inj
+    );
     let (t_ka, m) = changes[1];
     assert_eq!((m.to, m.reason), (Mode::Ka, ModeReason::Signal));
     assert!(t_ka > port_back, "KA only after the port signals again");

@@ -145,7 +145,9 @@ fn connect_write_shutdown_then_read_the_reply() {
             "connections finish"
         );
         let d = stack.stats();
-        assert!(d.packets_in > 1000 && d.packets_out > 3000, "{d:?}");
+        // 5 MB is > 3000 segments out; how many ACKs come back depends on the
+        // kernel's ACK pacing (stretch ACKs), so only require that some did.
+        assert!(d.packets_in > 100 && d.packets_out > 3000, "{d:?}");
         assert_eq!(d.input_dropped, 0, "{d:?}");
     });
 }

@@ -68,6 +68,12 @@ pub struct ModeConfig {
     /// leaves TCP mode. `None` (default) = one average RTT d, read when the
     /// hold is evaluated.
     pub hold: Option<Duration>,
+    /// TCP mode needs at least this share of *foreign* bytes (DF set and
+    /// not an RTT indicator, i.e. not from a KA endpoint) among the
+    /// arrivals of about the last d, and ends when the share falls below
+    /// half of it. Default 0.1; 0 = the paper's queue-only rule. See the
+    /// `mode` module docs (a deviation from DESIGN §4.4).
+    pub foreign_frac: f64,
 }
 
 impl Default for ModeConfig {
@@ -75,6 +81,7 @@ impl Default for ModeConfig {
         Self {
             threshold_frac: 0.5,
             hold: None,
+            foreign_frac: 0.1,
         }
     }
 }
@@ -153,6 +160,7 @@ impl PortConfig {
             ("min_rate", r.min_rate),
             ("rtt_gain", r.rtt_gain),
             ("threshold_frac", self.mode.threshold_frac),
+            ("foreign_frac", self.mode.foreign_frac),
         ] {
             if !finite_nonneg(v) {
                 return Err(ConfigError::BadValue(name));
@@ -163,6 +171,9 @@ impl PortConfig {
         }
         if r.rtt_gain > 1.0 {
             return Err(ConfigError::BadValue("rtt_gain"));
+        }
+        if self.mode.foreign_frac > 1.0 {
+            return Err(ConfigError::BadValue("foreign_frac"));
         }
         if r.max_interval.is_zero() {
             return Err(ConfigError::BadValue("max_interval"));
@@ -196,6 +207,7 @@ impl PortConfig {
             self.rcp.max_interval = def.max_interval;
         }
         self.mode.threshold_frac = fix(self.mode.threshold_frac, 0.5);
+        self.mode.foreign_frac = fix(self.mode.foreign_frac, 0.1).min(1.0);
         if self.initial_rtt.is_zero() {
             self.initial_rtt = Duration::from_micros(1);
         }

@@ -62,6 +62,14 @@ pub trait RateController: Send {
 
     /// The current rate R in B/ms.
     fn rate(&self) -> f64;
+
+    /// Puts R back to `rate` (B/ms), within the controller's bounds. The
+    /// port calls it when it enters TCP mode, with the R it had while its
+    /// queue was last short (see the crate's `mode` docs). The default
+    /// ignores it (R stays as it is).
+    fn restore(&mut self, rate: f64) {
+        let _ = rate;
+    }
 }
 
 /// The RCP controller:
@@ -157,6 +165,12 @@ impl RateController for Rcp {
 
     fn rate(&self) -> f64 {
         self.rate
+    }
+
+    fn restore(&mut self, rate: f64) {
+        if rate.is_finite() && rate > 0.0 {
+            self.rate = rate;
+        }
     }
 }
 

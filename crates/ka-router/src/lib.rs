@@ -109,10 +109,16 @@
 //! so catching up after any idle gap is O(1).
 //!
 //! While the port is in TCP mode, R is frozen (the controller is not
-//! called). TCP mode is entered when the queue reaches
-//! `ceil(threshold_frac · queue_limit)` packets (evaluated after every
-//! enqueue attempt and every dequeue) and left once the queue has stayed
-//! below that for the hold (default: one average RTT d).
+//! called) — at the value it had at the last control interval that ended
+//! with a short queue (a tenth of the threshold). TCP mode is entered when
+//! the queue reaches `ceil(threshold_frac · queue_limit)` packets
+//! (evaluated after every enqueue attempt and every dequeue) **and** at
+//! least `foreign_frac` (10 %) of the recent arrivals are foreign (DF set
+//! and not an RTT indicator: not from a KA endpoint), and left once the
+//! queue has stayed below the threshold for the hold (default: one average
+//! RTT d) or the foreign share has fallen below half of `foreign_frac`.
+//! Both refinements deviate from DESIGN §4.3/§4.4; see the `mode` module
+//! for why (`foreign_frac = 0` restores the queue-only rule).
 //!
 //! ## Memory
 //!

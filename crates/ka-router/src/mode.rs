@@ -10,6 +10,46 @@
 //! The detector is evaluated after every enqueue attempt and every dequeue;
 //! the hold expiry is an event of its own that the port processes at exactly
 //! `below_since + hold` (with the d current at that point).
+//!
+//! # Deviation from DESIGN §4.4: only foreign traffic makes TCP mode
+//!
+//! The paper's premise is that a standing queue means traffic that ignores
+//! the signals. KA flows that are themselves in TCP mode (after a loss or a
+//! silence) and KA flows overshooting after a flash crowd of joins also
+//! make a standing queue — and KA flows in TCP mode then *keep* the queue
+//! above the threshold, so a port without any legacy traffic can lock itself
+//! and its flows in TCP mode for good (paper Fig. 5's first epoch, Fig. 7's
+//! KA router). The port can tell the two apart: a KA endpoint never sets DF
+//! on its data (it must stay fragmentable), while legacy TCP stacks set DF
+//! on every packet (path-MTU discovery). So the detector also tracks the
+//! share of *foreign* bytes among arrivals — IPv4 with DF that is not an RTT
+//! indicator, non-IP, and IPv6 when the port does not signal IPv6 —
+//! averaged over about one d (an exponential average with time constant d,
+//! updated every control interval):
+//!
+//! * TCP mode starts only if the queue reaches the threshold **and** the
+//!   foreign share is at least `foreign_frac` (default 10 %): a queue of KA
+//!   traffic alone is RCP's to drain (its β·q/d term), not a reason to stop
+//!   signalling.
+//! * TCP mode also ends once the foreign share has fallen below
+//!   `foreign_frac / 2`, whatever the queue (the legacy traffic has left;
+//!   what is queued is KA flows in TCP mode, which come back on the next
+//!   signal).
+//!
+//! **R frozen at its calm value.** On entering TCP mode the port freezes R
+//! (DESIGN §4.3) — but at the value R had at the last control interval
+//! that ended with a short queue (a tenth of the threshold), not at the
+//! moment of entry: RCP reacts to the foreign traffic's load (y > C, then
+//! the growing queue) well before the queue reaches the threshold and by
+//! then has cut R several-fold (Fig. 5: from 2.34 to about 0.6 Mbit/s),
+//! so the KA flows would resume far below their old fair share, which is
+//! what the freeze is for ("KA flows resume at the old fair share").
+//!
+//! `foreign_frac = 0` gives the paper's rule exactly (the calm-value freeze
+//! applies either way). The cost: legacy
+//! traffic that does not set DF (some UDP applications, old stacks) is not
+//! recognised as foreign; if it alone fills the queue, the port keeps
+//! signalling and RCP lowers R instead of handing over to TCP mode.
 
 use crate::config::ModeConfig;
 
@@ -33,6 +73,14 @@ pub(crate) struct ModeDetector {
     /// it is at or above it).
     below_since: Option<u64>,
     changes: u64,
+    /// Minimum foreign share for TCP mode (0 = the paper's queue-only rule).
+    foreign_frac: f64,
+    /// Exponentially averaged foreign and total bytes (time constant d) up
+    /// to the last control interval, and the bytes of the current one.
+    foreign_avg: f64,
+    total_avg: f64,
+    foreign_cur: u64,
+    total_cur: u64,
 }
 
 impl ModeDetector {
@@ -45,7 +93,65 @@ impl ModeDetector {
             mode: Mode::Ka,
             below_since: None,
             changes: 0,
+            foreign_frac: if config.foreign_frac.is_finite() {
+                config.foreign_frac.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            foreign_avg: 0.0,
+            total_avg: 0.0,
+            foreign_cur: 0,
+            total_cur: 0,
         }
+    }
+
+    /// A packet of `bytes` arrived; `foreign` if it cannot come from a KA
+    /// endpoint (see the module docs).
+    pub(crate) fn on_arrival(&mut self, bytes: usize, foreign: bool) {
+        self.total_cur = self.total_cur.saturating_add(bytes as u64);
+        if foreign {
+            self.foreign_cur = self.foreign_cur.saturating_add(bytes as u64);
+        }
+    }
+
+    /// The foreign share of recent arrivals (0 when nothing arrived).
+    pub(crate) fn foreign_share(&self) -> f64 {
+        let total = self.total_avg + self.total_cur as f64;
+        if total > 0.0 {
+            (self.foreign_avg + self.foreign_cur as f64) / total
+        } else {
+            0.0
+        }
+    }
+
+    /// A control interval of `interval_ns` ended (followed by `idle_ns`
+    /// without arrivals); `rtt_ns` is d. Folds the interval into the
+    /// averages, and ends TCP mode if the foreign traffic has gone.
+    pub(crate) fn on_interval(&mut self, interval_ns: u64, idle_ns: u64, rtt_ns: u64) {
+        let d = rtt_ns.max(1) as f64;
+        let decay = (-(interval_ns as f64) / d).exp();
+        self.foreign_avg = self.foreign_avg * decay + self.foreign_cur as f64;
+        self.total_avg = self.total_avg * decay + self.total_cur as f64;
+        self.foreign_cur = 0;
+        self.total_cur = 0;
+        if idle_ns > 0 {
+            let idle = (-(idle_ns as f64) / d).exp();
+            self.foreign_avg *= idle;
+            self.total_avg *= idle;
+        }
+        if self.mode == Mode::Tcp
+            && self.foreign_frac > 0.0
+            && self.foreign_share() < self.foreign_frac / 2.0
+        {
+            self.mode = Mode::Ka;
+            self.below_since = None;
+            self.changes += 1;
+        }
+    }
+
+    /// Whether the foreign share allows TCP mode.
+    fn foreign_enough(&self) -> bool {
+        self.foreign_frac <= 0.0 || self.foreign_share() >= self.foreign_frac
     }
 
     pub(crate) fn mode(&self) -> Mode {
@@ -66,6 +172,9 @@ impl ModeDetector {
     pub(crate) fn on_queue(&mut self, t: u64, len: usize) {
         if len >= self.threshold {
             if self.mode == Mode::Ka {
+                if !self.foreign_enough() {
+                    return;
+                }
                 self.mode = Mode::Tcp;
                 self.changes += 1;
             }
@@ -101,6 +210,65 @@ mod tests {
 
     const D: u64 = 100_000_000; // 100 ms
 
+    /// The paper's queue-only rule (no foreign-traffic gate).
+    fn paper() -> ModeConfig {
+        ModeConfig {
+            foreign_frac: 0.0,
+            ..ModeConfig::default()
+        }
+    }
+
+    #[test]
+    fn queue_of_ka_traffic_alone_is_no_tcp_mode() {
+        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        for _ in 0..100 {
+            d.on_arrival(1500, false);
+        }
+        d.on_queue(0, 900);
+        assert_eq!(d.mode(), Mode::Ka, "only KA (non-DF) traffic");
+        // 20 % foreign bytes: TCP mode at the threshold.
+        for _ in 0..25 {
+            d.on_arrival(1500, true);
+        }
+        assert!((d.foreign_share() - 0.2).abs() < 1e-9);
+        d.on_queue(1, 900);
+        assert_eq!(d.mode(), Mode::Tcp);
+        // The foreign traffic stops: the average decays with time constant
+        // d; below half the threshold share TCP mode ends, queue or not.
+        let mut t = 0;
+        let mut left_at = None;
+        for i in 0..100 {
+            t += D / 10;
+            for _ in 0..12 {
+                d.on_arrival(1500, false);
+            }
+            d.on_interval(D / 10, 0, D);
+            d.on_queue(t, 900);
+            if d.mode() == Mode::Ka {
+                left_at = Some(i);
+                break;
+            }
+        }
+        // from 20 % to below 5 %: about ln(4)·d plus the dilution by KA bytes
+        let i = left_at.expect("TCP mode ends without foreign traffic");
+        assert!((3..=14).contains(&i), "after {i} intervals");
+        assert_eq!(d.changes(), 2);
+        // and a full queue of KA traffic does not bring it back
+        d.on_queue(t + 1, 1000);
+        assert_eq!(d.mode(), Mode::Ka);
+    }
+
+    #[test]
+    fn idle_time_decays_the_average() {
+        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        d.on_arrival(1000, true);
+        d.on_interval(D / 10, 0, D);
+        assert!((d.foreign_share() - 1.0).abs() < 1e-9);
+        d.on_interval(D / 10, 10 * D, D);
+        d.on_arrival(1000, false);
+        assert!(d.foreign_share() < 0.001, "{}", d.foreign_share());
+    }
+
     #[test]
     fn threshold_is_half_rounded_up() {
         let d = ModeDetector::new(&ModeConfig::default(), 1000);
@@ -113,7 +281,7 @@ mod tests {
 
     #[test]
     fn enters_at_threshold_not_before() {
-        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        let mut d = ModeDetector::new(&paper(), 1000);
         d.on_queue(0, 499);
         assert_eq!(d.mode(), Mode::Ka);
         d.on_queue(1, 500);
@@ -123,7 +291,7 @@ mod tests {
 
     #[test]
     fn oscillation_keeps_tcp_mode_and_hold_restarts() {
-        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        let mut d = ModeDetector::new(&paper(), 1000);
         d.on_queue(0, 500);
         // Dips below and back above, each dip shorter than the hold.
         let mut t = 0;
@@ -152,6 +320,7 @@ mod tests {
         let cfg = ModeConfig {
             threshold_frac: 0.25,
             hold: Some(Duration::from_millis(7)),
+            foreign_frac: 0.0,
         };
         let mut d = ModeDetector::new(&cfg, 100);
         assert_eq!(d.threshold(), 25);

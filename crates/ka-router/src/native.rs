@@ -24,6 +24,20 @@ pub fn lower_rcp_option(packet: &mut [u8], rate_bytes_per_sec: u32) -> bool {
     }
 }
 
+/// The sender's RTT carried by `packet`'s RCP option, in milliseconds, if
+/// the packet is valid IPv4 with a well-formed RCP option whose RTT field is
+/// not 0 (a sender without an RTT sample yet puts 0 there). Native-RCP
+/// routers average these into d, as RCP routers take the RTT from the
+/// header (DESIGN §3.4).
+pub fn rcp_rtt_ms(packet: &[u8]) -> Option<u16> {
+    let p = Ipv4Packet::new_checked(packet).ok()?;
+    if p.header_len() <= ka_codec::wire::ipv4::MIN_HEADER_LEN {
+        return None;
+    }
+    let (_, opt) = rcp_option::find_in(p.options()).ok()??;
+    (opt.rtt_ms > 0).then_some(opt.rtt_ms)
+}
+
 /// A rate in B/ms as the option's bytes/s (saturating; negative/NaN → 0).
 pub(crate) fn bytes_per_sec(rate_bytes_per_ms: f64) -> u32 {
     // `as` saturates and maps NaN to 0.
@@ -63,6 +77,21 @@ mod tests {
         ];
         assert!(!lower_rcp_option(&mut plain, 1));
         assert!(!lower_rcp_option(&mut [0x47, 1, 2], 1));
+    }
+
+    #[test]
+    fn reads_the_senders_rtt() {
+        assert_eq!(rcp_rtt_ms(&packet(5)), Some(100));
+        let mut zero = packet(5);
+        zero[26..28].copy_from_slice(&0u16.to_be_bytes());
+        Ipv4Packet::new_unchecked(&mut zero[..]).fill_checksum();
+        assert_eq!(rcp_rtt_ms(&zero), None);
+        assert_eq!(rcp_rtt_ms(&[0x45, 0, 0, 20]), None);
+        let mut plain = vec![
+            0x45, 0, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        Ipv4Packet::new_unchecked(&mut plain[..]).fill_checksum();
+        assert_eq!(rcp_rtt_ms(&plain), None);
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Port {
     next_tick: u64,
     /// Bytes that arrived since `last_tick`.
     arrived: u64,
+    /// R at the last control interval that ended with a short queue (at
+    /// most a tenth of the TCP-mode threshold), in KA mode.
+    calm_rate: f64,
     ident6: u32,
     counters: Counters,
 }
@@ -141,11 +144,13 @@ impl Port {
             last_tick: 0,
             next_tick: 0,
             arrived: 0,
+            calm_rate: 0.0,
             ident6: IPV6_IDENT_START,
             counters: Counters::default(),
             config,
         };
         port.next_tick = port.control_interval_ns();
+        port.calm_rate = port.controller.rate();
         port
     }
 
@@ -182,10 +187,27 @@ impl Port {
                 None
             }
         };
+        if self.config.signalling == Signalling::Ka {
+            // Foreign: traffic that cannot be from a KA endpoint (see the
+            // `mode` module docs).
+            let foreign = match kind {
+                Kind::Ipv4 { indicator } => {
+                    indicator.is_none() && packet.get(6).is_some_and(|b| b & 0x40 != 0)
+                }
+                Kind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
+                Kind::NonIp => true,
+            };
+            self.mode.on_arrival(packet.len(), foreign);
+        }
         if let Some(k) = indicator {
             self.counters.indicators_seen += 1;
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
             self.rtt_ms += self.config.rcp.rtt_gain * (sample - self.rtt_ms);
+        } else if self.config.signalling == Signalling::NativeRcp
+            && let Some(ms) = native::rcp_rtt_ms(&packet)
+        {
+            // Native RCP carries the sender's RTT in every packet's option.
+            self.rtt_ms += self.config.rcp.rtt_gain * (f64::from(ms) - self.rtt_ms);
         }
         // y counts every packet offered to the queue, drop-tail drops included.
         self.arrived += packet.len() as u64;
@@ -201,7 +223,7 @@ impl Port {
             }
         };
         if self.config.signalling == Signalling::Ka {
-            self.mode.on_queue(t, self.queue.len());
+            self.mode_on_queue(t);
         }
         if was_empty && outcome == PushOutcome::Queued {
             self.shaper.idle_until(t);
@@ -255,6 +277,19 @@ impl Port {
         self.table.as_ref()?.encode(self.controller.rate())
     }
 
+    /// Packets in the queue now (as of the last call that advanced the
+    /// port). A cheap accessor for drivers that sample it per packet;
+    /// [`Port::snapshot`] has everything else.
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The port's current mode ([`Mode::Ka`] for ports without KA
+    /// signalling, whose detector never leaves KA mode).
+    pub fn mode(&self) -> Mode {
+        self.mode.mode()
+    }
+
     /// The queue length (packets) at which the port enters TCP mode.
     pub fn mode_threshold(&self) -> usize {
         self.mode.threshold()
@@ -286,6 +321,12 @@ impl Port {
     fn rtt_ns(&self) -> u64 {
         // `as` saturates; d ≥ 1 µs by sanitising, EWMA keeps it positive.
         (self.rtt_ms * 1e6) as u64
+    }
+
+    /// A queue this short (a tenth of the TCP-mode threshold) counts as
+    /// "short" for [`Port::mode_on_queue`].
+    fn calm_queue(&self) -> usize {
+        self.mode.threshold() / 10
     }
 
     /// T = min(d, max_interval), at least 1 ns.
@@ -346,6 +387,9 @@ impl Port {
         };
         if !frozen {
             self.controller.on_interval(&m);
+            if self.queue.len() <= self.calm_queue() {
+                self.calm_rate = self.controller.rate();
+            }
         }
         self.arrived = 0;
         self.last_tick = t;
@@ -358,13 +402,25 @@ impl Port {
             limit = limit.min(md.saturating_sub(1));
         }
         let n = limit.saturating_sub(t) / step;
+        // Only while in TCP mode can the idle intervals end it (foreign
+        // traffic gone): then process them one at a time so the change
+        // lands in the right interval.
+        let tcp_mode = self.config.signalling == Signalling::Ka && self.mode.mode() == Mode::Tcp;
+        let n = if tcp_mode { n.min(1) } else { n };
         if n > 0 {
             if !frozen {
                 m.interval = Duration::from_nanos(step);
                 m.input_rate = 0.0;
                 self.controller.on_intervals(&m, n);
+                if self.queue.len() <= self.calm_queue() {
+                    self.calm_rate = self.controller.rate();
+                }
             }
             self.last_tick = t + n * step;
+        }
+        if self.config.signalling == Signalling::Ka {
+            self.mode
+                .on_interval(interval, n.saturating_mul(step), self.rtt_ns());
         }
         self.next_tick = self.last_tick.saturating_add(step);
     }
@@ -376,7 +432,7 @@ impl Port {
             return;
         };
         if self.config.signalling == Signalling::Ka {
-            self.mode.on_queue(t, self.queue.len());
+            self.mode_on_queue(t);
         }
         let (first, second) = self.egress(packet);
         self.shaper.idle_until(t);
@@ -384,6 +440,19 @@ impl Port {
             let end = self.shaper.send(piece.len());
             self.delay_line
                 .push(end.saturating_add(self.delay_ns), piece);
+        }
+    }
+
+    /// The mode detector sees the queue length now; on entering TCP mode R
+    /// is frozen at the value it had while the queue was last short.
+    fn mode_on_queue(&mut self, t: u64) {
+        let before = self.mode.mode();
+        self.mode.on_queue(t, self.queue.len());
+        if before == Mode::Ka
+            && self.mode.mode() == Mode::Tcp
+            && self.controller.rate() < self.calm_rate
+        {
+            self.controller.restore(self.calm_rate);
         }
     }
 

@@ -249,7 +249,9 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         over_frac * 100.0
     );
     let allowed = if netns_common::host_oversubscribed() {
-        eprintln!("!! host is oversubscribed (load average ≥ CPUs): allowing 10 % over-limit");
+        eprintln!(
+            "!! host is oversubscribed (load average ≥ CPUs or CPU pressure ≥ 5 %): allowing 10 % over-limit"
+        );
         0.10
     } else {
         0.01

@@ -73,7 +73,7 @@ proptest! {
         cfg.ipv6_signal = ipv6_signal;
         cfg.queue_limit = queue;
         cfg.delay = Duration::from_micros(delay_us);
-        cfg.mode = ModeConfig { threshold_frac: 0.5, hold: None };
+        cfg.mode = ModeConfig { threshold_frac: 0.5, hold: None, foreign_frac: 0.0 };
         let mut port = Port::new(cfg, t0);
         let mut t = t0;
         let (mut queued, mut dropped, mut out) = (0u64, 0u64, 0u64);

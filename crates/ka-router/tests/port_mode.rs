@@ -92,7 +92,12 @@ fn oscillation_holds_tcp_mode_then_leaves_after_one_rtt() {
 #[test]
 fn packets_dequeued_in_tcp_mode_are_not_stamped() {
     let t0 = Instant::now();
-    let mut p = port(t0);
+    // Stampable (non-DF) packets only: TCP mode needs the paper's
+    // queue-only rule here (no foreign-traffic gate).
+    let mut cfg = PortConfig::new(8_000_000);
+    cfg.queue_limit = 100;
+    cfg.mode.foreign_frac = 0.0;
+    let mut p = Port::new(cfg, t0);
     for i in 0..60 {
         p.push(t0, common::ipv4_simple(1000, i));
     }
@@ -131,4 +136,86 @@ fn hold_uses_the_measured_rtt() {
     assert_eq!(p.snapshot().mode, Mode::Tcp);
     p.handle_timeout(below + Duration::from_millis(12));
     assert_eq!(p.snapshot().mode, Mode::Ka);
+}
+
+#[test]
+fn ka_traffic_alone_never_makes_tcp_mode_and_foreign_traffic_leaving_ends_it() {
+    let t0 = Instant::now();
+    let mut p = port(t0);
+    // 80 stampable (non-DF, KA-endpoint-like) packets at once: the queue
+    // passes 50 but nothing in it ignores signals by construction.
+    for i in 0..80 {
+        p.push(t0, common::ipv4_simple(1000, i));
+    }
+    assert!(p.snapshot().queue_packets >= 50);
+    assert_eq!(p.snapshot().mode, Mode::Ka);
+    assert!(p.signal().is_some());
+    // DF (legacy) packets join: 50 % of the bytes now → TCP mode.
+    let mut t = t0;
+    for i in 0..80 {
+        p.push(t, pkt(1000 + i));
+    }
+    assert_eq!(p.snapshot().mode, Mode::Tcp);
+    assert_eq!(p.signal(), None);
+    // Only KA packets from now on, keeping the queue far above 50: the
+    // foreign share decays (time constant d = 100 ms) and TCP mode ends
+    // within a few d although the queue never dipped.
+    let mut left = None;
+    for k in 0..1000u16 {
+        t += MS;
+        p.handle_timeout(t);
+        p.push(t, common::ipv4_simple(1000, 2000 + k));
+        assert!(p.snapshot().queue_packets >= 50);
+        if p.snapshot().mode == Mode::Ka {
+            left = Some(t - t0);
+            break;
+        }
+    }
+    let left = left.expect("TCP mode ends once the foreign traffic is gone");
+    assert!(
+        left > Duration::from_millis(50) && left < Duration::from_millis(400),
+        "{left:?}"
+    );
+    assert_eq!(p.snapshot().counters.mode_changes, 2);
+}
+
+#[test]
+fn tcp_mode_freezes_r_at_its_value_with_a_short_queue() {
+    let t0 = Instant::now();
+    let mut p = port(t0); // 8 Mbit/s = 1000 B/ms; threshold 50, "short" ≤ 5
+    // 1 s of light DF traffic (one 1000-byte packet every 4 ms, y = C/4):
+    // R climbs from R₀, the queue stays empty.
+    let mut t = t0;
+    let mut id = 0u16;
+    for _ in 0..250 {
+        t += 4 * MS;
+        id += 1;
+        p.push(t, pkt(id));
+    }
+    p.handle_timeout(t + 10 * MS);
+    let calm = p.snapshot().rate_bytes_per_ms;
+    assert!(calm > 60.0, "R rose from 50: {calm}");
+    // Now twice the capacity: the queue grows by one packet every ms, and
+    // RCP cuts R (y > C, then q/d) on the way to the threshold.
+    t += 10 * MS;
+    let mut entered = None;
+    let mut before_entry = calm;
+    for _ in 0..200 {
+        t += MS / 2;
+        id += 1;
+        let r = p.snapshot().rate_bytes_per_ms;
+        p.push(t, pkt(id));
+        if p.snapshot().mode == Mode::Tcp {
+            entered = Some(t);
+            break;
+        }
+        before_entry = r;
+    }
+    assert!(entered.is_some());
+    assert!(before_entry < 0.95 * calm, "{before_entry} vs {calm}");
+    // frozen at the calm value, not at the value it had dropped to
+    let frozen = p.snapshot().rate_bytes_per_ms;
+    assert!(frozen <= calm && frozen > 0.97 * calm, "{frozen} vs {calm}");
+    p.handle_timeout(t + 50 * MS);
+    assert_eq!(p.snapshot().rate_bytes_per_ms, frozen);
 }

@@ -57,6 +57,7 @@ impl Sim {
         cfg.mode = ModeConfig {
             threshold_frac: 10.0,
             hold: None,
+            foreign_frac: 0.0,
         };
         let port = Port::new(cfg, t0);
         let r0 = port.snapshot().rate_bytes_per_ms;

@@ -1,8 +1,42 @@
 //! # ka-sim — a deterministic simulator on the real cores
 //!
-//! This crate will hold the discrete-event simulator of DESIGN §6: an
-//! integer-nanosecond event engine with FIFO tie-breaking, links with rate
-//! and delay, and nodes that run the very same `ka-router` ports and
-//! `ka-endpoint` stacks used on real networks, plus the workloads,
-//! topologies and outputs (`flows.csv`, `series.csv`, `summary.json`, SVG
-//! plots) needed to reproduce the paper's figures.
+//! The discrete-event simulator of DESIGN §6. It drives the very
+//! `ka_router::Port` and `ka_endpoint` cores that run on real networks, with
+//! real packet bytes; nothing here re-implements router or TCP logic.
+//!
+//! * [`engine`]: integer-nanosecond time, `(time, seq)` ordering, links
+//!   with rate, delay and an in-flight FIFO (one heap entry per link head),
+//!   node timers with lazy cancellation, a buffer pool.
+//! * [`router`]: router nodes wrapping `ka_router::Port`s, static routing.
+//! * [`scenario`] / [`net`]: TOML scenarios — dumbbell, KA router in front
+//!   of a legacy bottleneck (paper Fig. 6), parking lot, any line of hops,
+//!   per-flow RTTs — and the network built from them.
+//! * [`rng`]: per-sender ChaCha8 streams, exponential and bounded Pareto.
+//! * [`sim`] / [`metrics`] / [`output`] / [`plot`]: the run loop, the
+//!   time-binned series, `flows.csv`, `series.csv`, `summary.json`, SVGs.
+//!
+//! Determinism: the same scenario and seed give byte-identical output files
+//! (only the wall-clock fields of `summary.json` differ). The cores get
+//! `Instant`s from one base instant captured at start plus the virtual
+//! offset, and every output is computed from offsets only.
+#![forbid(unsafe_code)]
+
+pub mod addr;
+pub mod claims;
+pub mod engine;
+pub mod host;
+pub mod metrics;
+pub mod net;
+pub mod output;
+pub mod paper;
+pub mod plot;
+pub mod report;
+pub mod rng;
+pub mod router;
+pub mod scenario;
+pub mod sim;
+pub mod sweep;
+pub mod world;
+
+#[cfg(test)]
+mod testhost;

@@ -1,8 +1,9 @@
 //! TCP header view, options and representation (RFC 9293, 7323, 2018, and
-//! the KA options of DESIGN §3.3).
+//! the KA options of DESIGN §3.3, and the native-RCP baseline's options of
+//! DESIGN §3.4).
 
 use super::{WireError, be16, be32, byte, checksum, put8, put16, put32, sub};
-use crate::options::{KaOption, KaPermitted, KaRate};
+use crate::options::{KaOption, KaPermitted, KaRate, RcpEcho, RcpPermitted, RcpTcpOption};
 
 /// The TCP header length without options.
 pub const HEADER_LEN: usize = 20;
@@ -217,13 +218,19 @@ pub struct TcpOptions {
     pub ka_permitted: bool,
     /// KA-Rate echo.
     pub ka_rate: Option<KaRate>,
+    /// RCP-Permitted (SYN and SYN-ACK only; native-RCP baseline).
+    pub rcp_permitted: bool,
+    /// RCP-Echo (native-RCP baseline).
+    pub rcp_echo: Option<RcpEcho>,
 }
 
 impl TcpOptions {
     /// Parses an options area. Unknown kinds, known kinds with a wrong
     /// length, and experimental options with another ExID are skipped; an
     /// option whose length byte is below 2 or runs past the end is
-    /// `BadOption`.
+    /// `BadOption`. A segment is either KA or native RCP: if it carries any
+    /// KA option, its RCP options are ignored (which also keeps every parsed
+    /// set within the 40-byte budget when re-emitted).
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         let mut o = TcpOptions::default();
         let mut rest = bytes;
@@ -257,10 +264,18 @@ impl TcpOptions {
                 (OPT_EXP, _) => match KaOption::parse(opt) {
                     Ok(KaOption::Permitted) => o.ka_permitted = true,
                     Ok(KaOption::Rate(r)) => o.ka_rate = Some(r),
-                    Err(_) => {}
+                    Err(_) => match RcpTcpOption::parse(opt) {
+                        Ok(RcpTcpOption::Permitted) => o.rcp_permitted = true,
+                        Ok(RcpTcpOption::Echo(e)) => o.rcp_echo = Some(e),
+                        Err(_) => {}
+                    },
                 },
                 _ => {}
             }
+        }
+        if o.ka_permitted || o.ka_rate.is_some() {
+            o.rcp_permitted = false;
+            o.rcp_echo = None;
         }
         Ok(o)
     }
@@ -292,6 +307,12 @@ impl TcpOptions {
         }
         if self.ka_rate.is_some() {
             n += 2 + KaRate::LEN;
+        }
+        if self.rcp_permitted {
+            n += RcpPermitted::LEN;
+        }
+        if self.rcp_echo.is_some() {
+            n += RcpEcho::LEN;
         }
         n
     }
@@ -360,6 +381,16 @@ impl TcpOptions {
             put8(out, n + 1, OPT_NOP);
             let dst = out.get_mut(n + 2..).ok_or(WireError::BufferTooSmall)?;
             n += 2 + rate.emit(dst).map_err(|_| WireError::BadOption)?;
+        }
+        if self.rcp_permitted {
+            let dst = out.get_mut(n..).ok_or(WireError::BufferTooSmall)?;
+            n += RcpPermitted
+                .emit(dst)
+                .map_err(|_| WireError::BufferTooSmall)?;
+        }
+        if let Some(echo) = self.rcp_echo {
+            let dst = out.get_mut(n..).ok_or(WireError::BufferTooSmall)?;
+            n += echo.emit(dst).map_err(|_| WireError::BufferTooSmall)?;
         }
         let blocks = self.sack_blocks_that_fit();
         if blocks > 0 {
@@ -536,6 +567,74 @@ mod tests {
         );
         assert_eq!(back.options.sack.len(), 2, "only two blocks fit");
         assert_eq!(&buf[32..40], &[1, 1, 253, 6, 0x4B, 0x41, 125, 9]);
+    }
+
+    #[test]
+    fn native_rcp_options_round_trip() {
+        let syn = TcpRepr {
+            src_port: 40000,
+            dst_port: 5001,
+            seq: 7,
+            ack: 0,
+            flags: SYN,
+            window: 65535,
+            urgent: 0,
+            options: TcpOptions {
+                mss: Some(1452),
+                window_scale: Some(5),
+                sack_permitted: true,
+                timestamps: Some((1, 0)),
+                rcp_permitted: true,
+                ..TcpOptions::default()
+            },
+        };
+        let (buf, n) = emit(&syn, &[]);
+        assert_eq!(n, 44);
+        assert_eq!(&buf[40..44], &[253, 4, 0x4B, 0x52]);
+        let p = TcpPacket::new_checked(&buf[..n]).unwrap();
+        assert_eq!(TcpRepr::parse(&p).unwrap(), syn);
+
+        let mut sack = SackBlocks::new();
+        for i in 0..4 {
+            sack.push(i * 100, i * 100 + 50);
+        }
+        let ack = TcpRepr {
+            flags: ACK,
+            options: TcpOptions {
+                timestamps: Some((5, 6)),
+                rcp_echo: Some(RcpEcho {
+                    rate_bytes_per_sec: 0x0123_4567,
+                }),
+                sack,
+                ..TcpOptions::default()
+            },
+            ..syn
+        };
+        // 12 (timestamps) + 8 (echo) + 4 + 2 SACK blocks = 40
+        assert_eq!(ack.options.encoded_len(), 40);
+        let (buf, n) = emit(&ack, b"x");
+        assert_eq!(&buf[32..40], &[253, 8, 0x4B, 0x52, 0x01, 0x23, 0x45, 0x67]);
+        let back = TcpRepr::parse(&TcpPacket::new_checked(&buf[..n]).unwrap()).unwrap();
+        assert_eq!(back.options.rcp_echo, ack.options.rcp_echo);
+        assert_eq!(back.options.sack.len(), 2);
+    }
+
+    #[test]
+    fn ka_options_take_precedence_over_rcp_options() {
+        // KA-Permitted, RCP-Permitted, RCP-Echo, then an unknown experiment.
+        let opts = [
+            253, 4, 0x4B, 0x41, 253, 4, 0x4B, 0x52, 253, 8, 0x4B, 0x52, 0, 0, 0, 9, 253, 4, 0x12,
+            0x34,
+        ];
+        let o = TcpOptions::parse(&opts).unwrap();
+        assert!(o.ka_permitted);
+        assert!(!o.rcp_permitted && o.rcp_echo.is_none());
+        let o = TcpOptions::parse(&opts[4..]).unwrap();
+        assert!(o.rcp_permitted && !o.ka_permitted);
+        assert_eq!(o.rcp_echo.map(|e| e.rate_bytes_per_sec), Some(9));
+        // A wrong length for the RCP ExID is skipped, not an error.
+        let o = TcpOptions::parse(&[253, 6, 0x4B, 0x52, 1, 2]).unwrap();
+        assert_eq!(o, TcpOptions::default());
     }
 
     #[test]

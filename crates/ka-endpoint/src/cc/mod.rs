@@ -112,10 +112,23 @@ impl CcAlgorithm {
     /// A fresh controller of this kind for the given MSS and initial window
     /// (bytes).
     pub fn build(self, mss: usize, initial_window: usize) -> Box<dyn Controller> {
+        self.build_with(mss, initial_window, true)
+    }
+
+    /// [`CcAlgorithm::build`] with NewReno's counting rule chosen
+    /// (`byte_counting: false` = per-ACK counting, see [`NewReno`]; CUBIC
+    /// ignores it).
+    pub fn build_with(
+        self,
+        mss: usize,
+        initial_window: usize,
+        byte_counting: bool,
+    ) -> Box<dyn Controller> {
         match self {
             CcAlgorithm::NewReno => Box::new(NewReno::new(NewRenoConfig {
                 mss,
                 initial_window,
+                byte_counting,
             })),
             CcAlgorithm::Cubic => Box::new(Cubic::new(CubicConfig {
                 mss,

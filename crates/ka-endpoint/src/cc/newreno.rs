@@ -11,6 +11,12 @@
 //!   `cwnd = ssthresh` (RFC 6582's post-recovery window; the temporary
 //!   inflation by duplicate ACKs is applied by the connection).
 //! * RTO: `ssthresh` as above, `cwnd = 1·SMSS` (the loss window).
+//!
+//! With `byte_counting: false` the window grows per ACK instead, as RFC 2581
+//! and older simulators (ns-3 before 3.25) did: `cwnd += SMSS` per new ACK
+//! in slow start, `cwnd += max(1, SMSS²/cwnd)` per new ACK in congestion
+//! avoidance. With delayed ACKs (one ACK per two segments) that is ×1.5 per
+//! RTT in slow start and +½ SMSS per RTT in congestion avoidance.
 
 use super::Controller;
 use crate::rtt::RttEstimator;
@@ -23,6 +29,9 @@ pub struct NewRenoConfig {
     pub mss: usize,
     /// Initial window in bytes (RFC 6928: 10 segments).
     pub initial_window: usize,
+    /// RFC 3465/5681 byte counting (default true); false = per-ACK counting
+    /// (see the module docs).
+    pub byte_counting: bool,
 }
 
 impl Default for NewRenoConfig {
@@ -30,6 +39,7 @@ impl Default for NewRenoConfig {
         NewRenoConfig {
             mss: 1460,
             initial_window: 14_600,
+            byte_counting: true,
         }
     }
 }
@@ -42,6 +52,7 @@ pub struct NewReno {
     ssthresh: usize,
     bytes_acked: usize,
     recovery_start: Option<Instant>,
+    byte_counting: bool,
 }
 
 impl NewReno {
@@ -54,6 +65,7 @@ impl NewReno {
             ssthresh: usize::MAX,
             bytes_acked: 0,
             recovery_start: None,
+            byte_counting: config.byte_counting,
         }
     }
 
@@ -72,6 +84,15 @@ impl Controller for NewReno {
         _rtt: &RttEstimator,
     ) {
         if app_limited || self.in_recovery(sent) || bytes == 0 {
+            return;
+        }
+        if !self.byte_counting {
+            let inc = if self.cwnd < self.ssthresh {
+                self.mss.min(self.ssthresh - self.cwnd)
+            } else {
+                (self.mss * self.mss / self.cwnd.max(1)).max(1)
+            };
+            self.cwnd = self.cwnd.saturating_add(inc);
             return;
         }
         let mut bytes = bytes;
@@ -158,7 +179,45 @@ mod tests {
         NewReno::new(NewRenoConfig {
             mss: MSS,
             initial_window: 10 * MSS,
+            byte_counting: true,
         })
+    }
+
+    #[test]
+    fn per_ack_counting_grows_by_acks_not_bytes() {
+        let t0 = Instant::now();
+        let r = rtt();
+        let mut c = NewReno::new(NewRenoConfig {
+            mss: MSS,
+            initial_window: MSS,
+            byte_counting: false,
+        });
+        c.set_window(t0, MSS, 8 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        // slow start: +1 MSS per ACK whatever it covers, capped at ssthresh
+        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        assert_eq!(c.window(), 2 * MSS);
+        for _ in 0..5 {
+            c.on_ack(t1, t1, 2 * MSS, false, &r);
+        }
+        assert_eq!(c.window(), 7 * MSS);
+        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        assert_eq!(c.window(), 8 * MSS, "stops at ssthresh");
+        // congestion avoidance: MSS²/cwnd per ACK (125 bytes at 8 MSS)
+        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        assert_eq!(c.window(), 8 * MSS + MSS / 8);
+        // with one ACK per two segments: about half an MSS per window
+        let mut acks = 0;
+        let start = c.window();
+        while c.window() < start + MSS {
+            c.on_ack(t1, t1, 2 * MSS, false, &r);
+            acks += 1;
+        }
+        assert!((7..=9).contains(&acks), "{acks} ACKs for one MSS");
+        // no growth when app-limited or in recovery, as with byte counting
+        let w = c.window();
+        c.on_ack(t1, t1, MSS, true, &r);
+        assert_eq!(c.window(), w);
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Connection {
             self.snd_una = 1;
             self.rto_at = None;
             if let (Some(sent), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                self.rtt.on_sample(now.saturating_duration_since(sent));
+                self.on_rtt_sample(now, now.saturating_duration_since(sent));
             }
             self.retries = 0;
             self.state = if self.fin_queued {
@@ -63,6 +63,10 @@ impl Connection {
             };
             self.ack_now = true;
             self.push_event(Event::Connected);
+            // native RCP: the SYN's rate, echoed in the SYN-ACK
+            if let Some(echo) = seg.options.rcp_echo {
+                self.on_rcp_echo(now, echo);
+            }
         } else {
             // simultaneous open: answer with SYN-ACK
             self.state = State::SynReceived;
@@ -152,7 +156,7 @@ impl Connection {
             if ack >= 1 && ack <= self.snd_max {
                 self.snd_una = 1;
                 if let (Some(sent), false) = (self.syn_sent_at, self.syn_retransmitted) {
-                    self.rtt.on_sample(now.saturating_duration_since(sent));
+                    self.on_rtt_sample(now, now.saturating_duration_since(sent));
                 }
                 self.rto_at = None;
                 self.retries = 0;
@@ -198,8 +202,15 @@ impl Connection {
             return;
         }
 
+        let fresh_before = self.stats.ka_signals_fresh;
         if let Some(echo) = seg.options.ka_rate {
             self.on_ka_echo(now, echo);
+        }
+        if let Some(echo) = seg.options.rcp_echo {
+            self.on_rcp_echo(now, echo);
+        }
+        if self.stats.ka_signals_fresh == fresh_before {
+            self.ka_on_unsignalled_ack(now);
         }
 
         // data
@@ -271,6 +282,7 @@ impl Connection {
         let outstanding_before = self.sb.outstanding();
         if ack > self.snd_una {
             let acked = self.sb.ack_to(ack);
+            self.ka.last_acked_sent = acked.newest_sent.or(self.ka.last_acked_sent);
             let data_acked = acked.bytes.saturating_sub(u64::from(acked.fin_acked));
             self.stats.bytes_acked += data_acked;
             self.snd_una = ack;
@@ -285,13 +297,13 @@ impl Connection {
                 (a, b) => a.or(b),
             };
             if let Some(sent) = sample_sent {
-                self.rtt.on_sample(now.saturating_duration_since(sent));
+                self.on_rtt_sample(now, now.saturating_duration_since(sent));
             } else if let (true, true, Some((_, ecr))) =
                 (acked.any_retransmitted, self.ts_ok, seg.options.timestamps)
             {
                 let ms = self.ts_now(now).wrapping_sub(ecr);
                 if ecr != 0 && ms < 60_000 {
-                    self.rtt.on_sample(Duration::from_millis(u64::from(ms)));
+                    self.on_rtt_sample(now, Duration::from_millis(u64::from(ms)));
                 }
             }
             self.dupacks = 0;

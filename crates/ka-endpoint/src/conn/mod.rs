@@ -166,7 +166,14 @@ pub(crate) struct ConnInit {
 impl Connection {
     fn new(now: Instant, cfg: TcpConfig, init: ConnInit, passive: bool) -> Self {
         let ipv6 = init.remote.is_ipv6();
-        let ip_header_len = if ipv6 { 40 } else { 20 };
+        // An active open offering native RCP puts the 8-byte IPv4 RCP option
+        // on its SYN and data, so its MSS leaves room for it.
+        let rcp_room = if !passive && offers_native_rcp(&cfg, ipv6) {
+            ka_codec::RcpOption::LEN
+        } else {
+            0
+        };
+        let ip_header_len = if ipv6 { 40 } else { 20 + rcp_room };
         let our_mss = cfg.mtu.saturating_sub(ip_header_len + 20).clamp(64, 65_495);
         let rcv_shift = if cfg.window_scale {
             window_shift(cfg.recv_buffer)
@@ -175,12 +182,6 @@ impl Connection {
         };
         let default_peer_mss = if ipv6 { 1220 } else { 536 };
         let snd_mss = our_mss.min(default_peer_mss);
-        let iw = cfg.initial_window_segments.max(1) * snd_mss;
-        let iw = if cfg.initial_window_segments == 10 {
-            rfc6928_initial_window(snd_mss)
-        } else {
-            iw
-        };
         let recv_cap = if cfg.window_scale {
             cfg.recv_buffer
         } else {
@@ -233,7 +234,7 @@ impl Connection {
                 cfg.max_rto,
                 cfg.clock_granularity,
             ),
-            cc: cfg.cc.build(snd_mss, iw),
+            cc: build_controller(&cfg, snd_mss, now),
             recovery: None,
             recover_guard: 0,
             dupacks: 0,
@@ -304,9 +305,30 @@ impl Connection {
         self.passive
     }
 
-    /// Whether KA was negotiated (both SYN and SYN-ACK carried KA-Permitted).
+    /// Whether KA was negotiated (both SYN and SYN-ACK carried KA-Permitted,
+    /// or, for the native-RCP baseline, both carried RCP-Permitted; see
+    /// [`Connection::native_rcp`]).
     pub fn ka_enabled(&self) -> bool {
         self.ka.enabled
+    }
+
+    /// Whether the native-RCP carrier (DESIGN §3.4) was negotiated: the
+    /// explicit-rate mode machine runs on IPv4 RCP options and RCP-Echo
+    /// instead of KA fragments.
+    pub fn native_rcp(&self) -> bool {
+        self.ka.enabled && self.ka.rcp
+    }
+
+    /// IPv4 option bytes the stack must leave room for in front of this
+    /// connection's segments (8 while it may send the RCP option, else 0).
+    /// A [`Transmit`] without [`Transmit::rcp_option`] then has no options:
+    /// the stack moves the segment up.
+    pub fn ip_options_room(&self) -> usize {
+        if self.remote.is_ipv6() {
+            0
+        } else {
+            self.ip_header_len.saturating_sub(20)
+        }
     }
 
     /// Current sender mode.
@@ -361,7 +383,11 @@ impl Connection {
             // window update if the right edge moves by a useful amount
             let new_right = self.rcv_nxt + self.rcvbuf.free() as u64;
             let threshold = (self.rcvbuf.cap() as u64 / 2).min(2 * self.our_mss as u64);
-            if new_right >= self.rcv_adv + threshold && new_right > before_right {
+            let stalled = self.rcv_adv < self.rcv_nxt + self.our_mss as u64;
+            if new_right >= self.rcv_adv + threshold
+                && new_right > before_right
+                && (self.cfg.window_update_on_read || stalled)
+            {
                 self.ack_now = true;
             }
         }
@@ -438,6 +464,7 @@ impl Connection {
         s.mode = self.ka.mode;
         s.left_by = self.ka.left_by;
         s.ka_rate = self.ka.rate;
+        s.ka_rate_cap = self.ka.cap;
         s.time_in_ka = self.ka.time_in_ka(self.last_now);
         s.mode_changes = self.ka.mode_changes;
         s.ooo_dropped = self.rcvbuf.dropped_ooo;
@@ -598,6 +625,29 @@ impl Connection {
     /// Negotiates options from the peer's SYN (or SYN-ACK).
     fn on_peer_syn(&mut self, syn: &ka_codec::wire::tcp::TcpRepr) {
         let o = &syn.options;
+        // KA or native RCP first: the RCP option changes our IP header
+        // length, hence the MSS a passive side announces.
+        let ipv6 = self.remote.is_ipv6();
+        let rcp = if self.passive {
+            self.cfg.ka.enabled && !ipv6 && o.rcp_permitted
+        } else {
+            offers_native_rcp(&self.cfg, ipv6) && o.rcp_permitted
+        };
+        self.ka.rcp = rcp;
+        self.ka.enabled = rcp
+            || (self.cfg.ka.enabled
+                && o.ka_permitted
+                && (self.passive || !offers_native_rcp(&self.cfg, ipv6)));
+        if !ipv6 {
+            self.ip_header_len = 20 + if rcp { ka_codec::RcpOption::LEN } else { 0 };
+            if self.passive {
+                self.our_mss = self
+                    .cfg
+                    .mtu
+                    .saturating_sub(self.ip_header_len + 20)
+                    .clamp(64, 65_495);
+            }
+        }
         self.irs = syn.seq;
         self.rcv_nxt = 1;
         self.last_ack_sent = 1;
@@ -607,12 +657,7 @@ impl Connection {
                 .unwrap_or(if self.remote.is_ipv6() { 1220 } else { 536 });
         self.snd_mss = self.our_mss.min(peer_mss).max(64);
         self.cc.set_mss(self.snd_mss);
-        let iw = if self.cfg.initial_window_segments == 10 {
-            rfc6928_initial_window(self.snd_mss)
-        } else {
-            self.cfg.initial_window_segments.max(1) * self.snd_mss
-        };
-        self.cc = self.cfg.cc.build(self.snd_mss, iw);
+        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now);
         self.peer_ws = o.window_scale;
         match (self.cfg.window_scale, o.window_scale) {
             (true, Some(ws)) => self.snd_shift = ws.min(14),
@@ -634,7 +679,6 @@ impl Connection {
             }
             _ => self.ts_ok = false,
         }
-        self.ka.enabled = self.cfg.ka.enabled && o.ka_permitted;
         self.snd_wnd = u64::from(syn.window);
         self.max_snd_wnd = self.snd_wnd;
         self.last_wire_window = syn.window;
@@ -644,6 +688,28 @@ impl Connection {
     fn set_rto_timer(&mut self, now: Instant) {
         self.rto_at = Some(now + self.rtt.rto());
     }
+}
+
+/// A fresh TCP-mode controller: the configured algorithm with the initial
+/// window (RFC 6928 when configured as 10 segments, else that many MSS)
+/// and, if configured, the initial slow-start threshold.
+fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant) -> Box<dyn Controller> {
+    let iw = if cfg.initial_window_segments == 10 {
+        rfc6928_initial_window(mss)
+    } else {
+        cfg.initial_window_segments.max(1) * mss
+    };
+    let mut cc = cfg.cc.build_with(mss, iw, cfg.byte_counting);
+    if let Some(ssthresh) = cfg.initial_ssthresh {
+        cc.set_window(now, iw, ssthresh);
+    }
+    cc
+}
+
+/// Whether an active open with `cfg` offers the native-RCP carrier (IPv4
+/// only: the carrier is an IPv4 option).
+fn offers_native_rcp(cfg: &TcpConfig, ipv6: bool) -> bool {
+    cfg.ka.enabled && cfg.ka.native_rcp && !ipv6
 }
 
 /// Smallest shift that makes `buf` fit in the 16-bit window field (max 14).

@@ -21,6 +21,8 @@ struct Seg {
     data: Option<(u64, usize)>,
     options: TcpOptions,
     indicator: bool,
+    /// Put the IPv4 RCP option on this packet (native RCP: SYN and data).
+    rcp_option: bool,
 }
 
 impl Connection {
@@ -58,6 +60,7 @@ impl Connection {
                 data: None,
                 options: self.data_options(now),
                 indicator: false,
+                rcp_option: false,
             };
             return self.emit(now, buf, seg);
         }
@@ -78,7 +81,9 @@ impl Connection {
             if self.ts_ok {
                 o.timestamps = Some((self.ts_now(now), self.ts_recent));
             }
-            o.ka_permitted = self.ka.enabled;
+            o.ka_permitted = self.ka.enabled && !self.ka.rcp;
+            o.rcp_permitted = self.native_rcp();
+            o.rcp_echo = self.ka.rcp_echo();
         } else {
             if self.cfg.window_scale {
                 o.window_scale = Some(self.rcv_shift);
@@ -87,12 +92,15 @@ impl Connection {
             if self.cfg.timestamps {
                 o.timestamps = Some((self.ts_now(now), 0));
             }
-            o.ka_permitted = self.cfg.ka.enabled;
+            let rcp = super::offers_native_rcp(&self.cfg, self.remote.is_ipv6());
+            o.ka_permitted = self.cfg.ka.enabled && !rcp;
+            o.rcp_permitted = rcp;
         }
         let seg = Seg {
             flags: if passive_reply { SYN | ACK } else { SYN },
             seq: 0,
             data: None,
+            rcp_option: !passive_reply && o.rcp_permitted,
             options: o,
             indicator: false,
         };
@@ -129,6 +137,7 @@ impl Connection {
             len,
             dont_frag: self.dont_frag(false, self.ip_header_len + len),
             indicator: false,
+            rcp_option: None,
         })
     }
 
@@ -139,6 +148,7 @@ impl Connection {
             o.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
         o.ka_rate = self.ka.echo();
+        o.rcp_echo = self.ka.rcp_echo();
         if self.sack_ok && self.rcvbuf.has_ooo() {
             let mut blocks = SackBlocks::new();
             for (l, r) in self.rcvbuf.sack_blocks(4) {
@@ -192,9 +202,13 @@ impl Connection {
                 data: (data_len > 0).then_some((seg.start, data_len)),
                 options: self.data_options(now),
                 indicator: false,
+                rcp_option: data_len > 0 && self.native_rcp(),
             };
             let t = self.emit(now, buf, s)?;
             self.sb.on_retransmit(idx, now, self.recovery.is_some());
+            if data_len > 0 {
+                self.ka_on_data_sent(now, false);
+            }
             self.force_retransmit = false;
             self.stats.retransmits += 1;
             self.stats.bytes_retransmitted += data_len as u64;
@@ -285,6 +299,7 @@ impl Connection {
             data: (len > 0).then_some((seq, len)),
             options,
             indicator,
+            rcp_option: len > 0 && self.native_rcp(),
         };
         let t = self.emit(now, buf, s)?;
         let end = seq + len as u64 + u64::from(fin);
@@ -309,6 +324,9 @@ impl Connection {
         }
         if indicator {
             self.indicator_sent(now);
+        }
+        if len > 0 {
+            self.ka_on_data_sent(now, indicator);
         }
         if self.rto_at.is_none() {
             self.set_rto_timer(now);
@@ -392,6 +410,9 @@ impl Connection {
         if let Some(rate) = repr.options.ka_rate {
             self.ka.echoed_count = Some(rate.count);
         }
+        if repr.options.rcp_echo.is_some() {
+            self.ka.rcp_fresh = false;
+        }
         if has_ack {
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
@@ -404,6 +425,7 @@ impl Connection {
             len: total,
             dont_frag: self.dont_frag(seg.indicator, self.ip_header_len + total),
             indicator: seg.indicator,
+            rcp_option: seg.rcp_option.then(|| self.rcp_ip_option()),
         })
     }
 }

@@ -69,19 +69,20 @@ impl SendBuffer {
         let off = (seq - self.start) as usize;
         let (a, b) = self.data.as_slices();
         let mut n = 0;
-        for (i, dst) in out.iter_mut().enumerate() {
-            let idx = off + i;
-            let src = if idx < a.len() {
-                a.get(idx)
-            } else {
-                b.get(idx - a.len())
-            };
-            match src {
-                Some(&v) => {
-                    *dst = v;
-                    n += 1;
-                }
-                None => break,
+        // the part of `out` that comes from `a`, then the part from `b`
+        if let Some(src) = a.get(off..) {
+            let k = src.len().min(out.len());
+            if let (Some(d), Some(s)) = (out.get_mut(..k), src.get(..k)) {
+                d.copy_from_slice(s);
+                n = k;
+            }
+        }
+        let b_off = (off + n).saturating_sub(a.len());
+        if let (Some(src), Some(rest)) = (b.get(b_off..), out.get_mut(n..)) {
+            let k = src.len().min(rest.len());
+            if let (Some(d), Some(s)) = (rest.get_mut(..k), src.get(..k)) {
+                d.copy_from_slice(s);
+                n += k;
             }
         }
         n
@@ -379,6 +380,44 @@ mod tests {
         assert_eq!(&out, b"456789ab");
         assert_eq!(b.copy(13, &mut out), 2);
         assert_eq!(b.end_seq(), 15);
+    }
+
+    /// `copy` against a plain reference at every offset and length, while
+    /// the ring buffer's contents wrap around its end many times.
+    #[test]
+    fn send_buffer_copy_matches_reference() {
+        let mut b = SendBuffer::new(37);
+        let mut reference: Vec<u8> = Vec::new();
+        let mut start = 1u64;
+        let mut next = 0u8;
+        for round in 0..60 {
+            let chunk: Vec<u8> = (0..(round % 13 + 1))
+                .map(|_| {
+                    next = next.wrapping_add(1);
+                    next
+                })
+                .collect();
+            let n = b.write(&chunk);
+            reference.extend_from_slice(&chunk[..n]);
+            for off in 0..=reference.len() {
+                for len in [0, 1, 5, reference.len() - off, reference.len() - off + 3] {
+                    let mut out = vec![0u8; len];
+                    let got = b.copy(start + off as u64, &mut out);
+                    let want = &reference[off..(off + len).min(reference.len())];
+                    assert_eq!(got, want.len());
+                    assert_eq!(&out[..got], want);
+                }
+            }
+            let drop = (round * 7) % (reference.len() + 1);
+            b.ack_to(start + drop as u64);
+            reference.drain(..drop);
+            start += drop as u64;
+            assert_eq!(
+                b.copy(start - 1, &mut [0u8; 4]),
+                0,
+                "acknowledged bytes are gone"
+            );
+        }
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub enum Event {
     Closed(CloseReason),
 }
 
-/// One segment produced by [`Connection::poll_transmit`].
+/// One segment produced by [`Connection::poll_transmit`](super::Connection::poll_transmit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     /// Bytes of TCP segment (header, options, payload) written to the buffer.
@@ -79,6 +79,11 @@ pub struct Transmit {
     pub dont_frag: bool,
     /// This segment is an RTT indicator (its IP total length is `600 + k`).
     pub indicator: bool,
+    /// The IPv4 RCP option (DESIGN §3.4) to put into this packet's IP
+    /// header (native-RCP connections: SYN and data segments). Not counted
+    /// in `len`; [`Connection::ip_options_room`](super::Connection::ip_options_room)
+    /// says how much room to leave for it.
+    pub rcp_option: Option<ka_codec::RcpOption>,
 }
 
 /// Counters and current state of a connection.
@@ -122,6 +127,9 @@ pub struct ConnStats {
     pub left_by: Option<LeftBy>,
     /// Last signalled rate R, bytes per millisecond.
     pub ka_rate: Option<f64>,
+    /// Ceiling on the KA pacing rate after a return by "path clear"
+    /// (B/ms; `None` = pacing at R). See the `conn::ka` docs.
+    pub ka_rate_cap: Option<f64>,
     /// Time spent in KA mode (up to the last call into the connection).
     pub time_in_ka: Duration,
     /// Mode changes so far.
@@ -130,6 +138,9 @@ pub struct ConnStats {
     pub ka_signals_fresh: u64,
     /// Leading fragments recorded (receiver side).
     pub ka_fragments_seen: u64,
+    /// IPv4 RCP options with a router-lowered rate received (native-RCP
+    /// receiver).
+    pub rcp_options_seen: u64,
     /// RTT indicators sent.
     pub indicators_sent: u64,
     /// Times a KA-mode send was blocked by the window rather than pacing

@@ -21,6 +21,7 @@ pub mod reasm;
 use crate::config::{StackConfig, TcpConfig};
 use crate::conn::{ConnInit, Connection, Event, State};
 use crate::isn::{IsnGenerator, tuple_hash};
+use ka_codec::rcp_option::{self, RcpOption};
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{checksum, ipv4, ipv6};
 use reasm::{FragKey, Reassembler};
@@ -322,15 +323,22 @@ impl Stack {
                 continue;
             };
             let (local, remote) = (conn.local_addr(), conn.remote_addr());
-            let hl = if remote.is_ipv4() {
+            let base = if remote.is_ipv4() {
                 ipv4::MIN_HEADER_LEN
             } else {
                 ipv6::HEADER_LEN
             };
-            let seg_buf = buf.get_mut(hl..)?;
+            // Room for the native-RCP IPv4 option, if the connection may
+            // send one; a segment without it moves up to `base`.
+            let room = conn.ip_options_room();
+            let seg_buf = buf.get_mut(base + room..)?;
             if let Some(t) = conn.poll_transmit(now, seg_buf) {
                 self.rr_cursor = id;
                 let ident = self.next_ident();
+                let option = t.rcp_option.filter(|_| room >= RcpOption::LEN);
+                if option.is_none() && room > 0 {
+                    buf.copy_within(base + room..base + room + t.len, base);
+                }
                 let n = write_ip_header(
                     buf,
                     local.ip(),
@@ -339,6 +347,7 @@ impl Stack {
                     t.dont_frag,
                     ident,
                     self.cfg.ttl,
+                    option,
                 )?;
                 self.stats.packets_out += 1;
                 return Some(n);
@@ -378,14 +387,30 @@ impl Stack {
         }
         let src = IpAddr::from(ip.src_addr());
         let dst = IpAddr::from(ip.dst_addr());
+        // The native-RCP carrier: an IPv4 RCP option (not copied into
+        // later fragments, so only unfragmented packets and leading
+        // fragments have it). Malformed options are ignored.
+        let rcp = if ip.header_len() > ipv4::MIN_HEADER_LEN && ip.frag_offset() == 0 {
+            rcp_option::find_in(ip.options())
+                .ok()
+                .flatten()
+                .map(|(_, o)| o)
+        } else {
+            None
+        };
         if !ip.is_fragment() {
-            self.handle_tcp(now, src, dst, ip.payload());
+            self.handle_tcp_with(now, src, dst, ip.payload(), rcp);
             return;
         }
         self.stats.fragments_in += 1;
         let payload = ip.payload();
         if ip.frag_offset() == 0 && ip.more_frags() {
             self.leading_fragment(now, src, dst, payload);
+            if let Some(opt) = rcp
+                && let Some(conn) = self.conn_for_segment(src, dst, payload)
+            {
+                conn.on_rcp_option(now, opt);
+            }
         }
         let key = FragKey {
             src,
@@ -450,6 +475,24 @@ impl Stack {
         }
     }
 
+    /// The connection a segment (or the leading fragment of one) from
+    /// `src` to `dst` belongs to, by the ports at the start of `seg`.
+    fn conn_for_segment(
+        &mut self,
+        src: IpAddr,
+        dst: IpAddr,
+        seg: &[u8],
+    ) -> Option<&mut Connection> {
+        let (Some(&[a, b]), Some(&[c, d])) = (seg.get(0..2), seg.get(2..4)) else {
+            return None;
+        };
+        let sport = u16::from_be_bytes([a, b]);
+        let dport = u16::from_be_bytes([c, d]);
+        let tuple = (SocketAddr::new(dst, dport), SocketAddr::new(src, sport));
+        let id = self.by_tuple.get(&tuple).copied()?;
+        self.conns.get_mut(&id)
+    }
+
     /// Records a leading fragment's payload length with its connection
     /// (before reassembly, DESIGN §5.2).
     fn leading_fragment(&mut self, now: Instant, src: IpAddr, dst: IpAddr, payload: &[u8]) {
@@ -467,6 +510,20 @@ impl Stack {
     }
 
     fn handle_tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &[u8]) {
+        self.handle_tcp_with(now, src, dst, seg, None);
+    }
+
+    /// A TCP segment, with the IPv4 RCP option its packet carried (handed
+    /// to the connection before the segment; for a SYN that opens a
+    /// connection, right after the connection is created).
+    fn handle_tcp_with(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        dst: IpAddr,
+        seg: &[u8],
+        rcp: Option<RcpOption>,
+    ) {
         let Ok(pkt) = TcpPacket::new_checked(seg) else {
             self.stats.malformed += 1;
             return;
@@ -484,6 +541,9 @@ impl Stack {
         let remote = SocketAddr::new(src, repr.src_port);
         if let Some(&id) = self.by_tuple.get(&(local, remote)) {
             if let Some(conn) = self.conns.get_mut(&id) {
+                if let Some(opt) = rcp {
+                    conn.on_rcp_option(now, opt);
+                }
                 conn.handle_segment(now, &repr, payload);
             }
             return;
@@ -513,7 +573,10 @@ impl Stack {
                 iss: self.isn.isn(now, local, remote),
                 ts_offset: self.isn.ts_offset(local, remote),
             };
-            let conn = Connection::accept(now, tcp, init, &repr);
+            let mut conn = Connection::accept(now, tcp, init, &repr);
+            if let Some(opt) = rcp {
+                conn.on_rcp_option(now, opt);
+            }
             self.insert(conn);
             self.stats.accepted += 1;
             return;
@@ -576,6 +639,7 @@ impl Stack {
             true,
             ident,
             self.cfg.ttl,
+            None,
         )
         .is_none()
         {
@@ -602,8 +666,11 @@ fn v6(a: IpAddr) -> [u8; 16] {
     }
 }
 
-/// Writes an IPv4 (20 bytes) or IPv6 (40 bytes) header for a TCP segment
-/// of `tcp_len` bytes at the start of `buf`; returns the packet length.
+/// Writes an IPv4 (20 bytes, or 28 with the RCP option) or IPv6 (40
+/// bytes) header for a TCP segment of `tcp_len` bytes at the start of `buf`
+/// (the segment must already sit right behind where the header ends);
+/// returns the packet length.
+#[allow(clippy::too_many_arguments)]
 fn write_ip_header(
     buf: &mut [u8],
     src: IpAddr,
@@ -612,9 +679,11 @@ fn write_ip_header(
     dont_frag: bool,
     ident: u16,
     ttl: u8,
+    rcp: Option<RcpOption>,
 ) -> Option<usize> {
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let opt_len = if rcp.is_some() { RcpOption::LEN } else { 0 };
             let repr = ipv4::Ipv4Repr {
                 src: s.octets(),
                 dst: d.octets(),
@@ -625,10 +694,17 @@ fn write_ip_header(
                 more_frags: false,
                 frag_offset: 0,
                 dscp_ecn: 0,
-                payload_len: tcp_len,
+                payload_len: opt_len + tcp_len,
             };
             repr.emit(buf).ok()?;
-            Some(ipv4::MIN_HEADER_LEN + tcp_len)
+            if let Some(opt) = rcp {
+                // IHL 7: the 8-byte option follows the fixed header.
+                *buf.first_mut()? = 0x40 | ((ipv4::MIN_HEADER_LEN + opt_len) / 4) as u8;
+                opt.emit(buf.get_mut(ipv4::MIN_HEADER_LEN..)?).ok()?;
+                ipv4::Ipv4Packet::new_unchecked(buf.get_mut(..ipv4::MIN_HEADER_LEN + opt_len)?)
+                    .fill_checksum();
+            }
+            Some(ipv4::MIN_HEADER_LEN + opt_len + tcp_len)
         }
         (s, d) => {
             let h = buf.get_mut(..ipv6::HEADER_LEN)?;

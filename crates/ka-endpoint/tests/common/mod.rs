@@ -97,6 +97,11 @@ impl Hop {
             }
             Hop::Eraser { on, held } => {
                 if !*on {
+                    // switched off: pieces held back while it was on go
+                    // out now (in order), so turning it off loses nothing
+                    let mut rest: Vec<(u16, Vec<u8>)> = held.drain().collect();
+                    rest.sort_by_key(|(id, _)| *id);
+                    out.extend(rest.into_iter().map(|(_, p)| p));
                     out.push(pkt);
                     return;
                 }

@@ -332,7 +332,8 @@ pub fn v4(p: &[u8]) -> Option<V4> {
     })
 }
 
-/// True if the 1-minute load average is at least the number of CPUs: then
+/// True if the 1-minute load average is at least the number of CPUs, or CPU
+/// pressure (PSI "some", last 10 s) is at least 5 %: then
 /// wall-clock timing properties (bursts) say more about the host than about
 /// the code.
 pub fn host_oversubscribed() -> bool {
@@ -341,5 +342,20 @@ pub fn host_oversubscribed() -> bool {
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
         .unwrap_or(0.0);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    load >= cpus as f64
+    // The 1-minute load average lags; CPU pressure (PSI) over the last 10 s
+    // says whether runnable threads — e.g. the pacing thread — actually had
+    // to wait for a CPU during the transfer that just ran.
+    let cpu_pressure_avg10: f64 = std::fs::read_to_string("/proc/pressure/cpu")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("some"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix("avg10="))
+                })
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0.0);
+    load >= cpus as f64 || cpu_pressure_avg10 >= 5.0
 }

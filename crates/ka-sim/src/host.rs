@@ -1,0 +1,629 @@
+//! End hosts: a `ka_endpoint::Stack` (the real sans-IO TCP with the KA mode
+//! machine) plus the application that drives it — the workload of DESIGN §6
+//! on the sender side, a sink that reads everything on the receiver side.
+//!
+//! Application behaviour (all of it is "what a program using sockets does";
+//! the TCP itself is entirely the endpoint core):
+//!
+//! * **Sized flows** (on-off, Poisson): connect, write the flow's bytes,
+//!   `close()`. The flow is finished for the sender once every byte and the
+//!   FIN are acknowledged; an on-off sender then draws its next off time.
+//! * **Long-lived flows**: connect and keep the send buffer topped up to
+//!   twice the current window plus 256 KiB (so the sender is never
+//!   application-limited yet memory stays bounded); at the stop time the
+//!   application aborts the connection (RST), so the sender stops at once
+//!   instead of draining a full buffer.
+//! * **Receiver**: listens on port 5001, reads whatever is readable the
+//!   moment it is readable, closes when the peer has closed.
+//!
+//! Flow sizes in packets are converted to bytes with the TCP payload a full
+//! packet carries: `packet_bytes − 20 (IP) − 20 (TCP) − 12 (timestamps)`,
+//! and 8 bytes less for native-RCP flows, whose packets carry the 8-byte
+//! IPv4 RCP option (so an N-packet flow is N full packets for every kind).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ka_endpoint::{CcAlgorithm, ConnHandle, Event, Mode, Stack, StackConfig, TcpConfig};
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::{Clock, Ctx, Node, NodeId, SimTime, secs};
+use crate::net::{HostRole, HostSpec, SenderSpec};
+use crate::rng::{self, BoundedPareto};
+use crate::scenario::{FlowKind, Workload};
+use crate::sim::Host;
+use crate::world::{FlowId, FlowKey, NewFlow, World};
+
+/// The port every receiver listens on.
+pub const RECEIVER_PORT: u16 = 5001;
+
+/// Send and receive buffer caps of simulated connections (4 MiB: a single
+/// flow must be able to fill 150 Mbit/s × 100 ms plus a 1000-packet queue,
+/// about 3.4 MB, without being window-limited).
+pub const BUFFER_BYTES: usize = 4 << 20;
+
+/// TIME-WAIT in the simulator (1 s instead of 60 s). It only delays the
+/// reuse of a 4-tuple, which never happens here (fresh ephemeral ports), and
+/// a shorter one keeps the per-host connection tables small.
+pub const TIME_WAIT: Duration = Duration::from_secs(1);
+
+/// TCP payload bytes a full data packet of `packet_bytes` carries
+/// (IPv4 + TCP headers + the timestamp option).
+pub fn payload_per_packet(packet_bytes: usize) -> usize {
+    packet_bytes.saturating_sub(20 + 20 + 12).max(1)
+}
+
+/// [`payload_per_packet`] for a flow kind: native-RCP packets also carry
+/// the 8-byte IPv4 RCP option.
+pub fn payload_per_packet_of(kind: FlowKind, packet_bytes: usize) -> usize {
+    match kind {
+        FlowKind::Rcp => payload_per_packet(packet_bytes)
+            .saturating_sub(ka_codec::RcpOption::LEN)
+            .max(1),
+        _ => payload_per_packet(packet_bytes),
+    }
+}
+
+/// Why a host cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// The flow-size distribution is invalid.
+    #[error("flow sizes: {0}")]
+    Sizes(String),
+}
+
+/// The TCP configuration of a flow kind.
+pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, HostError> {
+    let mut t = TcpConfig {
+        mtu: packet_bytes,
+        send_buffer: BUFFER_BYTES,
+        recv_buffer: BUFFER_BYTES,
+        time_wait: TIME_WAIT,
+        ..TcpConfig::default()
+    };
+    match kind {
+        FlowKind::Ka => {
+            t.ka.enabled = true;
+            t.cc = CcAlgorithm::NewReno;
+        }
+        FlowKind::TcpNewReno => {
+            t.ka.enabled = false;
+            t.cc = CcAlgorithm::NewReno;
+        }
+        FlowKind::TcpCubic => {
+            t.ka.enabled = false;
+            t.cc = CcAlgorithm::Cubic;
+        }
+        FlowKind::Rcp => {
+            // The native-RCP carrier: the KA mode machine on IPv4 RCP
+            // options (DESIGN §3.4); NewReno if it ever falls back.
+            t.ka.enabled = true;
+            t.ka.native_rcp = true;
+            t.cc = CcAlgorithm::NewReno;
+        }
+    }
+    Ok(t)
+}
+
+/// A deterministic 128-bit stack secret for host `index` of a run.
+fn secret(seed: u64, index: usize) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    let mut x = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for chunk in out.chunks_mut(8) {
+        // splitmix64
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes());
+    }
+    out
+}
+
+#[derive(Debug)]
+struct Active {
+    id: FlowId,
+    /// Bytes still to write (None = unbounded).
+    to_write: Option<u64>,
+    /// `close()` called.
+    closed: bool,
+    /// Abort at this time (long-lived flows with an end).
+    stop_at: Option<SimTime>,
+}
+
+#[derive(Debug)]
+enum Plan {
+    /// (start, stop) of each flow, in order.
+    LongLived {
+        epochs: Vec<(SimTime, Option<SimTime>)>,
+        next: usize,
+    },
+    OnOff {
+        sizes: BoundedPareto,
+        off_mean: f64,
+    },
+    Poisson {
+        sizes: BoundedPareto,
+        /// Mean inter-arrival time of this host, s.
+        gap_mean: f64,
+    },
+}
+
+#[derive(Debug)]
+struct Sender {
+    spec: SenderSpec,
+    tcp: TcpConfig,
+    rng: ChaCha8Rng,
+    plan: Plan,
+    /// Next workload action (flow start).
+    next: Option<SimTime>,
+    active: BTreeMap<ConnHandle, Active>,
+}
+
+/// Counters of a host that indicate trouble (all 0 in a healthy run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostTrouble {
+    /// `connect` failed.
+    pub connect_errors: u64,
+    /// Data arrived on a connection the flow table does not know.
+    pub unknown_flows: u64,
+    /// A sized flow's connection closed before all data was acknowledged.
+    pub aborted_flows: u64,
+}
+
+/// A simulated end host.
+#[derive(Debug)]
+pub struct HostNode {
+    clock: Clock,
+    node: NodeId,
+    addr: [u8; 4],
+    packet_bytes: usize,
+    stack: Stack,
+    sender: Option<Sender>,
+    /// Receiver side: connection → flow.
+    incoming: BTreeMap<ConnHandle, Option<FlowId>>,
+    /// Receiver side: the tracked flow this host last delivered data of
+    /// (arriving IP bytes are counted for it).
+    wire_flow: Option<FlowId>,
+    scratch: Vec<u8>,
+    txbuf: Vec<u8>,
+    duration: SimTime,
+    /// Problems seen.
+    pub trouble: HostTrouble,
+}
+
+/// A zero-filled chunk applications write from.
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+
+impl HostNode {
+    /// Builds the host for `spec` with its engine clock.
+    pub fn new(spec: &HostSpec, clock: Clock) -> Result<Self, HostError> {
+        let mut cfg = StackConfig::deterministic(secret(spec.seed, spec.index));
+        // Passive (receiving) connections: KA offered back if the sender offers it.
+        cfg.tcp = tcp_config(FlowKind::Ka, spec.packet_bytes)?;
+        spec.tcp.apply(&mut cfg.tcp);
+        let mut stack = Stack::new(cfg, clock.instant(0));
+        let sender = match &spec.role {
+            HostRole::Receiver { .. } => {
+                stack.listen(RECEIVER_PORT);
+                None
+            }
+            HostRole::Sender(s) => Some(Sender::new(s, spec)?),
+        };
+        Ok(Self {
+            clock,
+            node: spec.node,
+            addr: spec.addr,
+            packet_bytes: spec.packet_bytes,
+            stack,
+            sender,
+            incoming: BTreeMap::new(),
+            wire_flow: None,
+            scratch: vec![0; 64 * 1024],
+            txbuf: Vec::new(),
+            duration: spec.duration,
+            trouble: HostTrouble::default(),
+        })
+    }
+
+    /// The endpoint stack.
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    fn start_flow(
+        &mut self,
+        ctx: &mut Ctx<'_, World>,
+        size_pkts: Option<u64>,
+        stop_at: Option<SimTime>,
+    ) {
+        let Some(s) = self.sender.as_mut() else {
+            return;
+        };
+        let now = ctx.instant();
+        let local = SocketAddr::from((self.addr, 0));
+        let remote = SocketAddr::from((s.spec.peer, RECEIVER_PORT));
+        let Ok(h) = self.stack.connect_with(now, local, remote, s.tcp) else {
+            self.trouble.connect_errors += 1;
+            return;
+        };
+        let sport = self.stack.conn(h).map_or(0, |c| c.local_addr().port());
+        let per_packet = payload_per_packet_of(s.spec.kind, self.packet_bytes);
+        let bytes = size_pkts.map(|p| p * per_packet as u64);
+        let id = ctx.shared.open(
+            FlowKey {
+                src: self.addr,
+                sport,
+                dst: s.spec.peer,
+                dport: RECEIVER_PORT,
+            },
+            NewFlow {
+                kind: s.spec.kind,
+                group: s.spec.group,
+                sender: self.node,
+                tracked: s.spec.tracked,
+                size: size_pkts.zip(bytes),
+                start: ctx.now(),
+                path: s.spec.path,
+            },
+        );
+        s.active.insert(
+            h,
+            Active {
+                id,
+                to_write: bytes,
+                closed: false,
+                stop_at,
+            },
+        );
+    }
+
+    /// Workload actions due at `now`.
+    fn run_workload(&mut self, ctx: &mut Ctx<'_, World>) {
+        let now = ctx.now();
+        // Long-lived flows that reach their stop time.
+        let stops: Vec<ConnHandle> = self
+            .sender
+            .as_ref()
+            .map(|s| {
+                s.active
+                    .iter()
+                    .filter(|(_, a)| a.stop_at.is_some_and(|t| t <= now))
+                    .map(|(&h, _)| h)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for h in stops {
+            self.finish_flow(ctx, h, true);
+        }
+        loop {
+            let Some(s) = self.sender.as_mut() else {
+                return;
+            };
+            if s.next.is_none_or(|t| t > now) {
+                return;
+            }
+            s.next = None;
+            let (size, stop) = match &mut s.plan {
+                Plan::LongLived { epochs, next } => {
+                    let Some(&(_, stop)) = epochs.get(*next) else {
+                        return;
+                    };
+                    *next += 1;
+                    s.next = epochs.get(*next).map(|e| e.0);
+                    (None, stop)
+                }
+                // The next off period starts when this flow finishes.
+                Plan::OnOff { sizes, .. } => (Some(sizes.sample_pkts(&mut s.rng)), None),
+                Plan::Poisson { sizes, gap_mean } => {
+                    let size = sizes.sample_pkts(&mut s.rng);
+                    let gap = rng::exponential(&mut s.rng, *gap_mean);
+                    s.next = Some(now + secs(gap).max(1));
+                    (Some(size), None)
+                }
+            };
+            self.start_flow(ctx, size, stop);
+        }
+    }
+
+    /// The sender is done with a flow: record its KA time and stop time;
+    /// abort the connection if `abort`. On-off senders go off.
+    fn finish_flow(&mut self, ctx: &mut Ctx<'_, World>, h: ConnHandle, abort: bool) {
+        let Some(s) = self.sender.as_mut() else {
+            return;
+        };
+        let Some(a) = s.active.remove(&h) else {
+            return;
+        };
+        let now = ctx.now();
+        if let Some(c) = self.stack.conn_mut(h) {
+            let st = c.stats();
+            if let Some(f) = ctx.shared.flow_mut(a.id) {
+                f.ka_time = u64::try_from(st.time_in_ka.as_nanos()).unwrap_or(u64::MAX);
+                f.stop = Some(now);
+                f.ka_mode = false;
+            }
+            if abort {
+                c.abort();
+            }
+        } else if let Some(f) = ctx.shared.flow_mut(a.id) {
+            f.stop = Some(now);
+            f.ka_mode = false;
+        }
+        if let Plan::OnOff { off_mean, .. } = s.plan {
+            let off = rng::exponential(&mut s.rng, off_mean);
+            s.next = Some(now + secs(off));
+        }
+    }
+
+    /// Application writes: top up every active sender flow.
+    fn write_data(&mut self) {
+        let Some(s) = self.sender.as_mut() else {
+            return;
+        };
+        for (&h, a) in s.active.iter_mut() {
+            let Some(c) = self.stack.conn_mut(h) else {
+                continue;
+            };
+            match a.to_write {
+                Some(_) => {
+                    while let Some(left) = a.to_write.filter(|&l| l > 0) {
+                        let chunk = (left as usize).min(ZEROS.len());
+                        let w = c.write(&ZEROS[..chunk]);
+                        a.to_write = Some(left - w as u64);
+                        if w < chunk {
+                            break;
+                        }
+                    }
+                }
+                None => {
+                    let target = 2 * c.stats().cwnd + 256 * 1024;
+                    while c.send_queued() < target {
+                        let want = (target - c.send_queued()).min(ZEROS.len());
+                        if c.write(&ZEROS[..want]) == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+            if a.to_write == Some(0) && !a.closed {
+                c.close();
+                a.closed = true;
+            }
+        }
+    }
+
+    /// Sized flows whose data and FIN are all acknowledged.
+    fn completed_flows(&self) -> Vec<ConnHandle> {
+        let Some(s) = self.sender.as_ref() else {
+            return Vec::new();
+        };
+        if !s.active.values().any(|a| a.closed) {
+            return Vec::new(); // no allocation on the common path
+        }
+        s.active
+            .iter()
+            .filter(|(h, a)| a.closed && self.stack.conn(**h).is_none_or(|c| c.send_queued() == 0))
+            .map(|(&h, _)| h)
+            .collect()
+    }
+
+    fn handle_events(&mut self, ctx: &mut Ctx<'_, World>) {
+        while let Some((h, ev)) = self.stack.poll_event() {
+            match ev {
+                Event::Readable | Event::PeerFin => {
+                    self.read_all(ctx, h);
+                    if ev == Event::PeerFin
+                        && let Some(c) = self.stack.conn_mut(h)
+                    {
+                        c.close();
+                    }
+                }
+                Event::ModeChanged(mc) => {
+                    let id = self
+                        .sender
+                        .as_ref()
+                        .and_then(|s| s.active.get(&h))
+                        .map(|a| a.id);
+                    if let Some(f) = id.and_then(|id| ctx.shared.flow_mut(id)) {
+                        f.ka_mode = mc.to == Mode::Ka;
+                    }
+                }
+                Event::Closed(_) => {
+                    self.incoming.remove(&h);
+                    let gone = self
+                        .sender
+                        .as_ref()
+                        .is_some_and(|s| s.active.contains_key(&h));
+                    if gone {
+                        // The connection died with the flow unfinished.
+                        self.trouble.aborted_flows += 1;
+                        self.finish_flow(ctx, h, false);
+                    }
+                }
+                Event::Connected | Event::Writable => {}
+            }
+        }
+    }
+
+    fn read_all(&mut self, ctx: &mut Ctx<'_, World>, h: ConnHandle) {
+        let Some(c) = self.stack.conn_mut(h) else {
+            return;
+        };
+        let id = *self.incoming.entry(h).or_insert_with(|| {
+            let (l, r) = (c.local_addr(), c.remote_addr());
+            match (l, r) {
+                (SocketAddr::V4(l), SocketAddr::V4(r)) => ctx.shared.lookup(&FlowKey {
+                    src: r.ip().octets(),
+                    sport: r.port(),
+                    dst: l.ip().octets(),
+                    dport: l.port(),
+                }),
+                _ => None,
+            }
+        });
+        if let Some(id) = id
+            && ctx.shared.flows.get(id as usize).is_some_and(|f| f.tracked)
+        {
+            self.wire_flow = Some(id);
+        }
+        let now = ctx.now();
+        loop {
+            let n = c.read(&mut self.scratch);
+            if n == 0 {
+                break;
+            }
+            match id {
+                Some(id) => {
+                    ctx.shared.received(id, n as u64, now);
+                }
+                None => self.trouble.unknown_flows += 1,
+            }
+        }
+    }
+
+    fn transmit(&mut self, ctx: &mut Ctx<'_, World>) {
+        let now = ctx.instant();
+        let mtu = self.packet_bytes.max(1500);
+        loop {
+            if self.txbuf.len() < mtu {
+                self.txbuf.resize(mtu, 0);
+            }
+            let Some(len) = self.stack.poll_transmit(now, &mut self.txbuf) else {
+                return;
+            };
+            // Copy the packet into a pooled buffer (cheaper than zeroing a
+            // fresh MTU-sized one for every small ACK).
+            let mut pkt = ctx.buffer();
+            pkt.clear();
+            pkt.extend_from_slice(self.txbuf.get(..len).unwrap_or(&[]));
+            ctx.send(0, pkt);
+        }
+    }
+
+    /// Everything after an input: events, application reads/writes/closes,
+    /// completions, then transmissions. (Events that transmitting itself
+    /// raises — a `Closed` after a final RST — are picked up at the host's
+    /// next wake-up; they need no prompt reaction.)
+    fn pump(&mut self, ctx: &mut Ctx<'_, World>) {
+        self.handle_events(ctx);
+        self.write_data();
+        for h in self.completed_flows() {
+            self.finish_flow(ctx, h, false);
+        }
+        self.transmit(ctx);
+    }
+}
+
+impl Sender {
+    fn new(s: &SenderSpec, spec: &HostSpec) -> Result<Self, HostError> {
+        let mut tcp = tcp_config(s.kind, spec.packet_bytes)?;
+        spec.tcp.apply(&mut tcp);
+        if let Some(iw) = s.initial_window {
+            tcp.initial_window_segments = iw;
+        }
+        let mut rng = rng::stream(spec.seed, s.rng_stream);
+        let (plan, next) = match &s.workload {
+            Workload::LongLived {
+                start_s,
+                stagger_s,
+                on_s,
+                period_s,
+                repeat,
+            } => {
+                let first = start_s + stagger_s * s.index_in_group as f64;
+                let epochs: Vec<(SimTime, Option<SimTime>)> = (0..*repeat)
+                    .map(|r| {
+                        let st = first + period_s.unwrap_or(0.0) * f64::from(r);
+                        (secs(st), on_s.map(|on| secs(st + on)))
+                    })
+                    .collect();
+                let next = epochs.first().map(|e| e.0);
+                (Plan::LongLived { epochs, next: 0 }, next)
+            }
+            Workload::OnOff { off_mean_s, sizes } => {
+                let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;
+                let first_off = rng::exponential(&mut rng, *off_mean_s);
+                (
+                    Plan::OnOff {
+                        sizes,
+                        off_mean: *off_mean_s,
+                    },
+                    Some(secs(first_off)),
+                )
+            }
+            Workload::Poisson { load, sizes } => {
+                let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;
+                let bytes = sizes.mean() * spec.packet_bytes as f64;
+                let cap = s.path.bottleneck_bps as f64 / 8.0;
+                // λ (flows/s) of the whole group = load·C / mean size.
+                let lambda = load * cap / bytes.max(1.0);
+                let gap_mean = s.group_size.max(1) as f64 / lambda.max(1e-12);
+                let first = rng::exponential(&mut rng, gap_mean);
+                (Plan::Poisson { sizes, gap_mean }, Some(secs(first)))
+            }
+        };
+        Ok(Self {
+            spec: s.clone(),
+            tcp,
+            rng,
+            plan,
+            next,
+            active: BTreeMap::new(),
+        })
+    }
+}
+
+impl Node for HostNode {
+    type Shared = World;
+
+    fn handle_packet(&mut self, ctx: &mut Ctx<'_, World>, _iface: u16, packet: Vec<u8>) {
+        if let Some(f) = self.wire_flow.and_then(|id| ctx.shared.flow_mut(id)) {
+            f.bin_wire_bytes += packet.len() as u64;
+        }
+        self.stack.handle_packet(ctx.instant(), &packet);
+        ctx.recycle(packet);
+        self.pump(ctx);
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut Ctx<'_, World>) {
+        let now = ctx.instant();
+        if self.stack.poll_timeout().is_some_and(|t| t <= now) {
+            self.stack.handle_timeout(now);
+        }
+        if ctx.now() < self.duration {
+            self.run_workload(ctx);
+        }
+        self.pump(ctx);
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        let stack = self.stack.poll_timeout().map(|i| self.clock.sim_time(i));
+        let work = self.sender.as_ref().and_then(|s| {
+            let stop = s.active.values().filter_map(|a| a.stop_at).min();
+            match (s.next.filter(|&t| t < self.duration), stop) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        match (stack, work) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl Host for HostNode {
+    fn finish(&mut self, _now: SimTime, world: &mut World) {
+        let Some(s) = self.sender.as_ref() else {
+            return;
+        };
+        for (&h, a) in &s.active {
+            if let (Some(c), Some(f)) = (self.stack.conn(h), world.flow_mut(a.id)) {
+                f.ka_time = u64::try_from(c.stats().time_in_ka.as_nanos()).unwrap_or(u64::MAX);
+            }
+        }
+    }
+}

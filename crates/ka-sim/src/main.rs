@@ -1,0 +1,135 @@
+//! `ka-sim`: run the paper's scenarios, any scenario file, or a sweep.
+//!
+//! ```text
+//! ka-sim paper <fig2|fig3|fig4|fig5|fig7> --out DIR [--seed N] [--duration SECONDS]
+//! ka-sim run FILE.toml --out DIR [--seed N] [--duration SECONDS]
+//! ka-sim sweep FILE.toml --out DIR [--jobs N] [--shard i/N]
+//! ```
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+use ka_sim::paper::{self, Figure};
+use ka_sim::scenario::Scenario;
+use ka_sim::sweep::{self, Shard};
+use ka_sim::{report, sim};
+
+#[derive(Parser)]
+#[command(
+    name = "ka-sim",
+    version,
+    about = "Deterministic simulator of Kick-Ass on the real router and endpoint cores"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Reproduce a figure of the paper (one subdirectory per variant plus a
+    /// combined plot).
+    Paper {
+        /// fig2, fig3, fig4, fig5 or fig7.
+        figure: Figure,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed (default: the scenario's, 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Simulated seconds (default: the paper's).
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// Run one scenario file.
+    Run {
+        /// Scenario TOML.
+        file: PathBuf,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Override the seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override the duration, seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// Run a parameter grid (a scenario file with a `[sweep]` table).
+    Sweep {
+        /// Sweep TOML.
+        file: PathBuf,
+        /// Output directory (one subdirectory per grid point).
+        #[arg(long)]
+        out: PathBuf,
+        /// Parallel runs (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard i of N (0-based), e.g. `--shard 3/10` for the 4th
+        /// of 10 Slurm array tasks.
+        #[arg(long)]
+        shard: Option<Shard>,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Paper {
+            figure,
+            out,
+            seed,
+            duration,
+        } => {
+            paper::run_figure(figure, &out, seed, duration, true)?;
+        }
+        Cmd::Run {
+            file,
+            out,
+            seed,
+            duration,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let mut s = Scenario::from_toml(&text)?;
+            if let Some(seed) = seed {
+                s.seed = seed;
+            }
+            if let Some(d) = duration {
+                s.duration_s = d;
+            }
+            s.validate()?;
+            let label = if s.variant.is_empty() {
+                s.name.clone()
+            } else {
+                format!("{}/{}", s.name, s.variant)
+            };
+            let mut progress = sim::Progress::new(&label);
+            let r = sim::run_scenario(&s, Some(&mut progress))?;
+            let sum = report::write_all(&out, &r, serde_json::Value::Null)?;
+            eprintln!("{}", report::one_line(&sum));
+        }
+        Cmd::Sweep {
+            file,
+            out,
+            jobs,
+            shard,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let grid = sweep::Grid::from_toml(&text)?;
+            if grid.points() == 0 {
+                bail!("empty sweep");
+            }
+            let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
+            let lines = sweep::run(&grid, &out, jobs, shard)?;
+            for l in lines {
+                eprintln!("{l}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Router nodes: `ka_router::Port`s (one per egress interface that has a
+//! queue) plus static per-destination routing.
+//!
+//! A port does its own serialisation and propagation delay, so the engine
+//! link behind it is instantaneous. Egress interfaces towards hosts are
+//! plain engine links ("direct": rate and delay of the access link, no
+//! router logic), which is where the paper's fast access links live.
+
+use ka_router::{Mode, Port, PortConfig, PortSnapshot, PushOutcome};
+
+use crate::addr;
+use crate::engine::{Clock, Ctx, SimTime};
+
+/// One egress interface of a router.
+#[derive(Debug)]
+pub enum Egress {
+    /// A router port (queue, shaper, controller, stamping, delay).
+    Port(Box<PortSlot>),
+    /// Forward straight onto the engine link (an access link).
+    Direct,
+}
+
+/// A port and the simulator's bookkeeping for it.
+#[derive(Debug)]
+pub struct PortSlot {
+    /// Name used in outputs (`port:<name>`, `link:<name>`).
+    pub name: String,
+    /// The real router core.
+    pub port: Port,
+    /// Largest queue (packets) seen after a push since the last
+    /// [`PortSlot::take_queue_max`].
+    queue_max: usize,
+}
+
+impl PortSlot {
+    /// The largest queue length seen since the last call (at least the
+    /// current length), and resets the tracker.
+    pub fn take_queue_max(&mut self) -> usize {
+        let m = self.queue_max.max(self.port.queue_len());
+        self.queue_max = 0;
+        m
+    }
+
+    /// The port's state.
+    pub fn snapshot(&self) -> PortSnapshot {
+        self.port.snapshot()
+    }
+
+    /// Whether the port is in KA mode.
+    pub fn in_ka_mode(&self) -> bool {
+        self.port.mode() == Mode::Ka
+    }
+}
+
+/// A router: egress interfaces and a routing table.
+#[derive(Debug)]
+pub struct RouterNode {
+    clock: Clock,
+    egress: Vec<Egress>,
+    /// Interfaces that have a port (the ones with timers).
+    port_ifaces: Vec<usize>,
+    /// Host index → egress interface (`u16::MAX` = unreachable).
+    routes: Vec<u16>,
+    /// Packets whose destination had no route (dropped).
+    pub unroutable: u64,
+    /// Packets the ports dropped (queue, TTL, malformed).
+    pub port_drops: u64,
+}
+
+/// Marker for "no route" in the table.
+pub const NO_ROUTE: u16 = u16::MAX;
+
+impl RouterNode {
+    /// A router with no interfaces yet.
+    pub fn new(clock: Clock) -> Self {
+        Self {
+            clock,
+            egress: Vec::new(),
+            port_ifaces: Vec::new(),
+            routes: Vec::new(),
+            unroutable: 0,
+            port_drops: 0,
+        }
+    }
+
+    /// Declares the next egress interface (must be called in the order the
+    /// engine numbers the router's links). Returns its number.
+    pub fn add_egress_port(&mut self, name: &str, config: PortConfig, now: SimTime) -> usize {
+        let port = Port::new(config, self.clock.instant(now));
+        self.egress.push(Egress::Port(Box::new(PortSlot {
+            name: name.to_string(),
+            port,
+            queue_max: 0,
+        })));
+        self.port_ifaces.push(self.egress.len() - 1);
+        self.egress.len() - 1
+    }
+
+    /// Declares the next egress interface as a direct link.
+    pub fn add_egress_direct(&mut self) -> usize {
+        self.egress.push(Egress::Direct);
+        self.egress.len() - 1
+    }
+
+    /// Sets the routing table (host index → egress interface).
+    pub fn set_routes(&mut self, routes: Vec<u16>) {
+        self.routes = routes;
+    }
+
+    /// The routing table.
+    pub fn routes(&self) -> &[u16] {
+        &self.routes
+    }
+
+    /// The port behind egress `iface`, if it is one.
+    pub fn port(&self, iface: usize) -> Option<&PortSlot> {
+        match self.egress.get(iface) {
+            Some(Egress::Port(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Mutable access to the port behind egress `iface`.
+    pub fn port_mut(&mut self, iface: usize) -> Option<&mut PortSlot> {
+        match self.egress.get_mut(iface) {
+            Some(Egress::Port(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Advances every port to `now` (used before sampling state).
+    pub fn advance<S>(&mut self, ctx: &mut Ctx<'_, S>) {
+        self.handle_timeout(ctx);
+    }
+
+    fn route(&self, packet: &[u8]) -> Option<usize> {
+        let dst = addr::ipv4_dst(packet)?;
+        let host = addr::host_index(dst)?;
+        match self.routes.get(host) {
+            Some(&i) if i != NO_ROUTE => Some(usize::from(i)),
+            _ => None,
+        }
+    }
+
+    /// A packet arrived.
+    pub fn handle_packet<S>(&mut self, ctx: &mut Ctx<'_, S>, packet: Vec<u8>) {
+        let Some(iface) = self.route(&packet) else {
+            self.unroutable += 1;
+            ctx.recycle(packet);
+            return;
+        };
+        let now = ctx.instant();
+        match self.egress.get_mut(iface) {
+            Some(Egress::Port(slot)) => {
+                if let PushOutcome::Dropped(_) = slot.port.push(now, packet) {
+                    self.port_drops += 1;
+                }
+                let q = slot.port.queue_len();
+                slot.queue_max = slot.queue_max.max(q);
+                while let Some(p) = slot.port.poll_transmit(now) {
+                    ctx.send(iface, p);
+                }
+            }
+            Some(Egress::Direct) => {
+                ctx.send(iface, packet);
+            }
+            None => {
+                self.unroutable += 1;
+                ctx.recycle(packet);
+            }
+        }
+    }
+
+    /// Runs due port work and forwards what departs.
+    pub fn handle_timeout<S>(&mut self, ctx: &mut Ctx<'_, S>) {
+        let now = ctx.instant();
+        for &iface in &self.port_ifaces {
+            if let Some(Egress::Port(slot)) = self.egress.get_mut(iface) {
+                slot.port.handle_timeout(now);
+                while let Some(p) = slot.port.poll_transmit(now) {
+                    ctx.send(iface, p);
+                }
+            }
+        }
+    }
+
+    /// The earliest time a port has work.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        self.port_ifaces
+            .iter()
+            .filter_map(|&i| match self.egress.get(i) {
+                Some(Egress::Port(slot)) => slot.port.poll_timeout(),
+                _ => None,
+            })
+            .min()
+            .map(|i| self.clock.sim_time(i))
+    }
+}

@@ -1,0 +1,329 @@
+//! Running a scenario: build the network, advance the engine bin by bin,
+//! sample the series, and collect the results.
+
+use std::io::Write;
+use std::time::Instant;
+
+use ka_router::Counters;
+
+use crate::engine::{Clock, EngineStats, Node, SimTime, secs, to_secs};
+use crate::metrics::{Metric, Series};
+use crate::net::{self, HostSpec, Network};
+use crate::scenario::{PortKind, Scenario, ScenarioError, Workload};
+use crate::world::{FlowRecord, World};
+
+/// An end host the simulator can run.
+pub trait Host: Node<Shared = World> {
+    /// Called once at the end of the run: write what only the endpoint
+    /// knows (time in KA mode of flows still open) into the world.
+    fn finish(&mut self, now: SimTime, world: &mut World);
+}
+
+/// The results of one run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The scenario as run.
+    pub scenario: Scenario,
+    /// Every flow, by id.
+    pub flows: Vec<FlowRecord>,
+    /// The time series.
+    pub series: Series,
+    /// Per hop: name, forward capacity, signalling, forward and reverse
+    /// port counters, fraction of bins in KA mode.
+    pub hops: Vec<HopResult>,
+    /// Engine counters.
+    pub engine: EngineStats,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Wall-clock seconds the run took (the only non-deterministic output).
+    pub wall_seconds: f64,
+    /// ρ used for `FCT_PS`.
+    pub rho: f64,
+    /// Where ρ came from: "scenario", "poisson" or "measured".
+    pub rho_source: &'static str,
+    /// Packets routers could not route (0 in a correct topology).
+    pub unroutable: u64,
+}
+
+/// Per-hop results.
+#[derive(Debug, Clone)]
+pub struct HopResult {
+    /// Hop name.
+    pub name: String,
+    /// Forward capacity, bit/s.
+    pub capacity_bps: u64,
+    /// Forward signalling.
+    pub port: PortKind,
+    /// Forward port counters at the end.
+    pub forward: Counters,
+    /// Reverse port counters at the end.
+    pub reverse: Counters,
+    /// Fraction of bins that ended with the forward port in KA mode.
+    pub ka_mode_frac: f64,
+}
+
+/// A progress line on stderr for runs longer than a couple of seconds.
+#[derive(Debug)]
+pub struct Progress {
+    label: String,
+    start: Instant,
+    last: Instant,
+    printed: bool,
+}
+
+impl Progress {
+    /// Starts the wall clock for a run labelled `label`.
+    pub fn new(label: &str) -> Self {
+        let now = Instant::now();
+        Self {
+            label: label.to_string(),
+            start: now,
+            last: now,
+            printed: false,
+        }
+    }
+
+    fn update(&mut self, sim: SimTime, end: SimTime, events: u64) {
+        let now = Instant::now();
+        let wall = now.duration_since(self.start).as_secs_f64();
+        if wall < 2.0 || now.duration_since(self.last).as_secs_f64() < 1.0 {
+            return;
+        }
+        self.last = now;
+        self.printed = true;
+        let frac = if end == 0 {
+            1.0
+        } else {
+            sim as f64 / end as f64
+        };
+        let eta = if frac > 0.0 {
+            wall * (1.0 - frac) / frac
+        } else {
+            0.0
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r{}: sim {:.1}/{:.1} s ({:.0}%)  {:.2} M ev/s  ETA {:.0} s   ",
+            self.label,
+            to_secs(sim),
+            to_secs(end),
+            100.0 * frac,
+            events as f64 / wall / 1e6,
+            eta
+        );
+        let _ = err.flush();
+    }
+
+    fn finish(&mut self) {
+        if self.printed {
+            let _ = writeln!(std::io::stderr().lock());
+        }
+    }
+}
+
+/// Builds and runs `scenario` with hosts from `make_host`.
+pub fn run<H, F>(
+    scenario: &Scenario,
+    make_host: F,
+    mut progress: Option<&mut Progress>,
+) -> Result<RunResult, ScenarioError>
+where
+    H: Host,
+    F: FnMut(&HostSpec) -> Result<H, ScenarioError>,
+{
+    let wall_start = Instant::now();
+    let clock = Clock::new(wall_start);
+    let mut net: Network<H> = net::build(scenario, clock, make_host)?;
+    let end = secs(scenario.duration_s);
+    let bin = secs(scenario.bin_s).max(1);
+    let mut series = Series::new(bin);
+    let hop_ent: Vec<(u32, u32)> = net
+        .hops
+        .iter()
+        .map(|h| {
+            (
+                series.entity(&format!("link:{}", h.name)),
+                series.entity(&format!("port:{}", h.name)),
+            )
+        })
+        .collect();
+    let mut last_out = vec![0u64; net.hops.len()];
+    let mut ka_bins = vec![0u64; net.hops.len()];
+    let mut bins = 0u64;
+    let mut flow_ent: Vec<Option<u32>> = Vec::new();
+    let mut t = 0;
+    while t < end {
+        let next = (t + bin).min(end);
+        net.engine.run_until(next);
+        let width = to_secs(next - t);
+        bins += 1;
+        for i in 0..net.hops.len() {
+            let (node, iface) = net.hops[i].fwd;
+            let (capacity_bps, port_kind) = (net.hops[i].capacity_bps, net.hops[i].port);
+            let Some(slot) = net.router_mut(node).and_then(|r| r.port_mut(iface)) else {
+                continue;
+            };
+            slot.port.handle_timeout(clock.instant(next));
+            let q = slot.take_queue_max();
+            let snap = slot.snapshot();
+            net.engine.rearm_node(node);
+            let out = snap.counters.bytes_out;
+            // Pieces are counted whole when they leave (after the hop's
+            // delay), so a bin can see one piece more than C·bin: clamp.
+            let util =
+                ((out - last_out[i]) as f64 * 8.0 / (capacity_bps as f64 * width)).clamp(0.0, 1.0);
+            last_out[i] = out;
+            let (link_e, port_e) = hop_ent[i];
+            series.push(next, Metric::Utilization, link_e, util);
+            series.push(next, Metric::QueuePkts, port_e, q as f64);
+            if port_kind == PortKind::Ka {
+                let ka = snap.mode == ka_router::Mode::Ka;
+                ka_bins[i] += u64::from(ka);
+                series.push(next, Metric::KaMode, port_e, f64::from(u8::from(ka)));
+            }
+            if port_kind != PortKind::Droptail {
+                series.push(next, Metric::RateBps, port_e, snap.rate_bps);
+            }
+        }
+        let world = &mut net.engine.shared;
+        for &id in &world.tracked {
+            let Some(f) = world.flows.get_mut(id as usize) else {
+                continue;
+            };
+            let done = f.end.or(f.stop);
+            if f.start >= next || done.is_some_and(|d| d <= t) {
+                continue;
+            }
+            let idx = id as usize;
+            if flow_ent.len() <= idx {
+                flow_ent.resize(idx + 1, None);
+            }
+            let e = *flow_ent[idx].get_or_insert_with(|| series.entity(&format!("flow:{id}")));
+            series.push(
+                next,
+                Metric::ThroughputBps,
+                e,
+                f.bin_bytes as f64 * 8.0 / width,
+            );
+            series.push(
+                next,
+                Metric::WireBps,
+                e,
+                f.bin_wire_bytes as f64 * 8.0 / width,
+            );
+            if f.kind == crate::scenario::FlowKind::Ka {
+                series.push(next, Metric::KaMode, e, f64::from(u8::from(f.ka_mode)));
+            }
+        }
+        for f in world.flows.iter_mut() {
+            f.bin_bytes = 0;
+            f.bin_wire_bytes = 0;
+        }
+        t = next;
+        if let Some(p) = progress.as_deref_mut() {
+            p.update(t, end, net.engine.stats().events);
+        }
+    }
+    if let Some(p) = progress {
+        p.finish();
+    }
+    for &h in &net.hosts.clone() {
+        let (node, world) = net.engine.node_and_shared_mut(h);
+        if let net::SimNode::Host(host) = node {
+            host.finish(end, world);
+        }
+    }
+    let mut unroutable = 0;
+    for &r in &net.routers {
+        if let Some(r) = net.router(r) {
+            unroutable += r.unroutable;
+        }
+    }
+    let hops = net
+        .hops
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let counters = |(node, iface): (crate::engine::NodeId, usize)| {
+                net.router(node)
+                    .and_then(|r| r.port(iface))
+                    .map(|p| p.snapshot().counters)
+                    .unwrap_or_default()
+            };
+            HopResult {
+                name: h.name.clone(),
+                capacity_bps: h.capacity_bps,
+                port: h.port,
+                forward: counters(h.fwd),
+                reverse: counters(h.rev),
+                ka_mode_frac: if bins == 0 {
+                    0.0
+                } else {
+                    ka_bins[i] as f64 / bins as f64
+                },
+            }
+        })
+        .collect::<Vec<_>>();
+    let flows = std::mem::take(&mut net.engine.shared.flows);
+    let (rho, rho_source) = offered_load(scenario, &flows);
+    Ok(RunResult {
+        scenario: scenario.clone(),
+        flows,
+        series,
+        hops,
+        engine: net.engine.stats(),
+        sim_seconds: to_secs(end),
+        wall_seconds: wall_start.elapsed().as_secs_f64(),
+        rho,
+        rho_source,
+        unroutable,
+    })
+}
+
+/// Runs `scenario` with [`HostNode`](crate::host::HostNode)s (the real
+/// endpoint stack).
+pub fn run_scenario(
+    scenario: &Scenario,
+    progress: Option<&mut Progress>,
+) -> Result<RunResult, ScenarioError> {
+    run(
+        scenario,
+        |spec| {
+            crate::host::HostNode::new(spec, spec.clock)
+                .map_err(|e| ScenarioError::Invalid(e.to_string()))
+        },
+        progress,
+    )
+}
+
+/// ρ for `FCT_PS` (see [`Scenario::rho`]).
+pub fn offered_load(scenario: &Scenario, flows: &[FlowRecord]) -> (f64, &'static str) {
+    if let Some(r) = scenario.rho {
+        return (r, "scenario");
+    }
+    let sized: Vec<&Workload> = scenario
+        .groups
+        .iter()
+        .map(|g| &g.workload)
+        .filter(|w| !matches!(w, Workload::LongLived { .. }))
+        .collect();
+    if let Some(Workload::Poisson { load, .. }) = sized.first()
+        && sized
+            .iter()
+            .all(|w| matches!(w, Workload::Poisson { load: l, .. } if l == load))
+    {
+        return (*load, "poisson");
+    }
+    let Some(first) = flows.iter().find(|f| f.size_pkts.is_some()) else {
+        return (0.0, "measured");
+    };
+    let cap = first.path.bottleneck_bps.max(1) as f64;
+    let bytes: f64 = flows
+        .iter()
+        .filter_map(|f| f.size_pkts)
+        .map(|p| (p * scenario.packet_bytes as u64) as f64)
+        .sum();
+    let rho = bytes * 8.0 / (cap * scenario.duration_s);
+    (rho.clamp(0.0, 0.99), "measured")
+}

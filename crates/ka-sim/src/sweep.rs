@@ -1,0 +1,342 @@
+//! Parameter sweeps: a scenario file plus a `[sweep]` table whose keys are
+//! dotted paths into the scenario and whose values are lists.
+//!
+//! ```toml
+//! name = "load-sweep"
+//! duration_s = 30.0
+//! # … a normal scenario …
+//!
+//! [sweep]
+//! seed = [1, 2, 3]
+//! "topology.capacity_mbps" = [100.0, 150.0]
+//! "group.0.workload.off_mean_s" = [0.25, 0.5, 1.0]
+//! ```
+//!
+//! The grid is the Cartesian product, axes in key order (sorted), the last
+//! axis varying fastest; point `i` is written to `OUT/p<i>` (zero-padded).
+//! `--shard i/N` runs the points whose index is `i` modulo `N`, so a Slurm
+//! array `--array=0-(N-1)` with `--shard $SLURM_ARRAY_TASK_ID/N` covers the
+//! grid exactly once. Every shard writes `points.csv` (the whole grid, the
+//! same bytes from every shard) and `results-<i>-of-<N>.csv` (its points).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::str::FromStr;
+
+use rayon::prelude::*;
+
+use crate::metrics::fmt_val;
+use crate::report;
+use crate::scenario::{Scenario, ScenarioError};
+use crate::sim;
+
+/// One shard of a sweep: `index` of `count` (0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 0 ≤ index < count.
+    pub index: usize,
+    /// Number of shards.
+    pub count: usize,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("shard `{s}`: expected i/N"))?;
+        let index: usize = i.trim().parse().map_err(|e| format!("shard index: {e}"))?;
+        let count: usize = n.trim().parse().map_err(|e| format!("shard count: {e}"))?;
+        if count == 0 || index >= count {
+            return Err(format!("shard `{s}`: need 0 <= i < N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether grid point `i` belongs to this shard.
+    pub fn contains(&self, i: usize) -> bool {
+        i % self.count == self.index
+    }
+}
+
+/// A parsed sweep.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    base: toml::Table,
+    axes: Vec<(String, Vec<toml::Value>)>,
+}
+
+fn set_path(v: &mut toml::Value, path: &str, new: toml::Value) -> Result<(), ScenarioError> {
+    let bad = || ScenarioError::Invalid(format!("sweep key `{path}` does not name a value"));
+    let mut cur = v;
+    let parts: Vec<&str> = path.split('.').collect();
+    let Some((last, init)) = parts.split_last() else {
+        return Err(bad());
+    };
+    for p in init {
+        cur = match cur {
+            toml::Value::Table(t) => t
+                .entry(p.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+            toml::Value::Array(a) => {
+                let i: usize = p.parse().map_err(|_| bad())?;
+                a.get_mut(i).ok_or_else(bad)?
+            }
+            _ => return Err(bad()),
+        };
+    }
+    match cur {
+        toml::Value::Table(t) => {
+            t.insert(last.to_string(), new);
+        }
+        toml::Value::Array(a) => {
+            let i: usize = last.parse().map_err(|_| bad())?;
+            *a.get_mut(i).ok_or_else(bad)? = new;
+        }
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
+fn value_label(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Grid {
+    /// Parses a sweep file; every grid point is checked to be a valid
+    /// scenario.
+    pub fn from_toml(text: &str) -> Result<Grid, ScenarioError> {
+        let mut base: toml::Table =
+            toml::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        let sweep = match base.remove("sweep") {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => return Err(ScenarioError::Invalid("`sweep` must be a table".into())),
+            None => toml::Table::new(),
+        };
+        let mut axes = Vec::new();
+        for (k, v) in sweep {
+            match v {
+                toml::Value::Array(a) if !a.is_empty() => axes.push((k, a)),
+                _ => {
+                    return Err(ScenarioError::Invalid(format!(
+                        "sweep `{k}`: expected a non-empty list"
+                    )));
+                }
+            }
+        }
+        axes.sort_by(|a, b| a.0.cmp(&b.0));
+        let g = Grid { base, axes };
+        for i in 0..g.points() {
+            g.point(i)?;
+        }
+        Ok(g)
+    }
+
+    /// Number of grid points.
+    pub fn points(&self) -> usize {
+        self.axes.iter().map(|a| a.1.len()).product()
+    }
+
+    /// Axis names, in grid order.
+    pub fn axes(&self) -> Vec<&str> {
+        self.axes.iter().map(|a| a.0.as_str()).collect()
+    }
+
+    /// The axis values of point `i` (last axis fastest).
+    pub fn coordinates(&self, mut i: usize) -> Vec<&toml::Value> {
+        let mut out = vec![None; self.axes.len()];
+        for (k, (_, vals)) in self.axes.iter().enumerate().rev() {
+            out[k] = vals.get(i % vals.len());
+            i /= vals.len();
+        }
+        out.into_iter().flatten().collect()
+    }
+
+    /// The scenario of point `i`.
+    pub fn point(&self, i: usize) -> Result<Scenario, ScenarioError> {
+        let mut v = toml::Value::Table(self.base.clone());
+        for ((key, _), val) in self.axes.iter().zip(self.coordinates(i)) {
+            set_path(&mut v, key, val.clone())?;
+        }
+        let mut s = Scenario::from_value(v)?;
+        let coords: Vec<String> = self
+            .axes
+            .iter()
+            .zip(self.coordinates(i))
+            .map(|((k, _), v)| format!("{k}={}", value_label(v)))
+            .collect();
+        if !coords.is_empty() {
+            let tag = coords.join(",");
+            s.variant = if s.variant.is_empty() {
+                tag
+            } else {
+                format!("{},{tag}", s.variant)
+            };
+        }
+        Ok(s)
+    }
+
+    /// Zero-padded directory name of point `i`.
+    pub fn dir_name(&self, i: usize) -> String {
+        let width = self.points().saturating_sub(1).to_string().len().max(1);
+        format!("p{i:0width$}")
+    }
+
+    /// `points.csv`: `point,dir,<axis>…`.
+    pub fn points_csv(&self) -> String {
+        let mut s = String::from("point,dir");
+        for a in self.axes() {
+            s.push(',');
+            s.push_str(a);
+        }
+        s.push('\n');
+        for i in 0..self.points() {
+            let _ = write!(s, "{i},{}", self.dir_name(i));
+            for v in self.coordinates(i) {
+                s.push(',');
+                s.push_str(&value_label(v).replace(',', ";"));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Runs this shard's points with `jobs` threads (default: all cores);
+/// returns one line per finished point, in point order.
+pub fn run(
+    grid: &Grid,
+    out: &Path,
+    jobs: Option<usize>,
+    shard: Shard,
+) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("points.csv"), grid.points_csv())?;
+    let mine: Vec<usize> = (0..grid.points()).filter(|&i| shard.contains(i)).collect();
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(j) = jobs {
+        builder = builder.num_threads(j.max(1));
+    }
+    let pool = builder.build()?;
+    let results: Vec<anyhow::Result<(usize, String, String)>> = pool.install(|| {
+        mine.par_iter()
+            .map(|&i| {
+                let s = grid.point(i)?;
+                let r = sim::run_scenario(&s, None)?;
+                let sum =
+                    report::write_all(&out.join(grid.dir_name(i)), &r, serde_json::Value::Null)?;
+                let line = format!("{}: {}", grid.dir_name(i), report::one_line(&sum));
+                eprintln!("{line}");
+                let first = sum.hops.first();
+                let row = format!(
+                    "{i},{},{},{},{},{},{}",
+                    grid.dir_name(i),
+                    sum.flows,
+                    sum.flows_completed,
+                    first
+                        .and_then(|h| h.mean_utilization)
+                        .map(fmt_val)
+                        .unwrap_or_default(),
+                    mean_of(sum.by_kind.values().filter_map(|k| k.mean_fct_s)),
+                    mean_of(sum.by_kind.values().filter_map(|k| k.mean_slowdown)),
+                );
+                Ok((i, line, row))
+            })
+            .collect()
+    });
+    let mut lines = Vec::new();
+    let mut csv =
+        String::from("point,dir,flows,completed,first_hop_utilization,mean_fct_s,mean_slowdown\n");
+    for r in results {
+        let (_, line, row) = r?;
+        lines.push(line);
+        csv.push_str(&row);
+        csv.push('\n');
+    }
+    std::fs::write(
+        out.join(format!("results-{}-of-{}.csv", shard.index, shard.count)),
+        csv,
+    )?;
+    Ok(lines)
+}
+
+fn mean_of(it: impl Iterator<Item = f64>) -> String {
+    let v: Vec<f64> = it.collect();
+    crate::metrics::mean(&v).map(fmt_val).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWEEP: &str = r#"
+name = "s"
+duration_s = 1.0
+[topology]
+kind = "dumbbell"
+[[group]]
+name = "a"
+kind = "tcp"
+count = 2
+[group.workload]
+type = "long-lived"
+
+[sweep]
+seed = [1, 2]
+"topology.capacity_mbps" = [100.0, 150.0, 200.0]
+"group.0.count" = [1, 4]
+"#;
+
+    #[test]
+    fn grid_points_and_paths() {
+        let g = Grid::from_toml(SWEEP).unwrap();
+        assert_eq!(g.points(), 12);
+        assert_eq!(
+            g.axes(),
+            vec!["group.0.count", "seed", "topology.capacity_mbps"]
+        );
+        let p = g.point(0).unwrap();
+        assert_eq!((p.groups[0].count, p.seed), (1, 1));
+        let p = g.point(11).unwrap();
+        assert_eq!((p.groups[0].count, p.seed), (4, 2));
+        assert_eq!(p.topology.hops()[0].capacity_mbps, 200.0);
+        assert_eq!(
+            p.variant,
+            "group.0.count=4,seed=2,topology.capacity_mbps=200.0"
+        );
+        let p = g.point(1).unwrap();
+        assert_eq!(p.topology.hops()[0].capacity_mbps, 150.0);
+        assert_eq!(g.dir_name(3), "p03");
+        let csv = g.points_csv();
+        assert!(
+            csv.starts_with(
+                "point,dir,group.0.count,seed,topology.capacity_mbps\n0,p00,1,1,100.0\n"
+            )
+        );
+    }
+
+    #[test]
+    fn bad_sweeps_are_rejected() {
+        assert!(Grid::from_toml(&SWEEP.replace("\"group.0.count\"", "\"group.7.count\"")).is_err());
+        assert!(Grid::from_toml(&SWEEP.replace("seed = [1, 2]", "seed = 3")).is_err());
+        assert!(Grid::from_toml(&SWEEP.replace("[1, 4]", "[0, -1]")).is_err());
+    }
+
+    #[test]
+    fn shards_partition_the_grid() {
+        let s: Shard = "2/5".parse().unwrap();
+        assert_eq!(s, Shard { index: 2, count: 5 });
+        assert!("5/5".parse::<Shard>().is_err());
+        assert!("x".parse::<Shard>().is_err());
+        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
+        for p in 0..20 {
+            assert_eq!(shards.iter().filter(|s| s.contains(p)).count(), 1);
+        }
+    }
+}
