@@ -85,6 +85,15 @@ fn main() -> Result<()> {
             duration,
         } => {
             paper::run_figure(figure, &out, seed, duration, true)?;
+            eprintln!(
+                "plots: {} (combined) and {}/<variant>/{{timeseries,fct}}.svg",
+                out.join(format!("{figure}.svg")).display(),
+                out.display()
+            );
+            eprintln!(
+                "numbers: {} (headline numbers and claim checks); flows.csv, series.csv, summary.json per variant",
+                out.join(format!("{figure}.json")).display()
+            );
         }
         Cmd::Run {
             file,
