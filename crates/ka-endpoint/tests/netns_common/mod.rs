@@ -337,27 +337,9 @@ pub fn get<'a>(kv: &'a [(String, String)], key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {key} in {kv:?}"))
 }
 
-/// Deterministic test payload (xorshift64).
-pub struct Payload(u64);
-
-impl Payload {
-    /// A fresh generator.
-    pub fn new() -> Self {
-        Payload(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Fills `buf` with the next bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-        }
-    }
-}
+#[path = "../../../ka-router/tests/netns_common/payload.rs"]
+mod payload;
+pub use payload::Payload;
 
 /// Hex SHA-256.
 pub fn sha256_hex(data: &[u8]) -> String {
