@@ -91,8 +91,12 @@
 //!   machine on IPv4 RCP options and RCP-Echo TCP options.
 //! * **Indicators** go out when due even between pacing slots (still
 //!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
-//! * **Pacing**: a next-departure-time pacer with 1 ms of burst credit; in
-//!   KA mode at R, in TCP mode (if enabled) at the controller's rate.
+//! * **Pacing**: a next-departure-time pacer; in KA mode at R with 3 ms of
+//!   burst credit, in TCP mode (if enabled) at the controller's rate with
+//!   1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
+//!   of missed sending time: with 1 ms, wake-ups 2–5 ms late on a busy
+//!   2-core host cost a paced flow 4–5 % of R; with 5 ms the catch-up
+//!   bursts built queues that the router's RCP answered by lowering R.
 //!
 //! ## Memory a peer can make us use (all configurable)
 //!

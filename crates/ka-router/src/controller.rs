@@ -28,7 +28,8 @@ pub struct Measurement {
     /// y: bytes that arrived at the port during the interval, divided by T,
     /// in B/ms (see the crate docs for what counts as an arrival).
     pub input_rate: f64,
-    /// q: bytes in the queue at the end of the interval.
+    /// q, in bytes: the persistent queue (smallest over the last d) or the
+    /// queue at the end of the interval, per [`RcpConfig::queue_measure`].
     pub queue_bytes: usize,
 }
 

@@ -143,6 +143,7 @@ pub mod config;
 pub mod controller;
 pub mod mode;
 mod native;
+pub mod persist;
 pub mod port;
 mod queue;
 mod shaper;
@@ -151,7 +152,7 @@ pub mod stats;
 mod time;
 
 pub use classify::MAX_PACKET_LEN;
-pub use config::{ConfigError, ModeConfig, PortConfig, RcpConfig, Signalling};
+pub use config::{ConfigError, ModeConfig, PortConfig, QueueMeasure, RcpConfig, Signalling};
 pub use controller::{MAX_BATCH_ITERATIONS, Measurement, RateController, Rcp};
 pub use mode::Mode;
 pub use native::lower_rcp_option;

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use ka_codec::{Code, RateTable};
 
 use crate::classify::{self, Kind, Reject};
-use crate::config::{PortConfig, Signalling};
+use crate::config::{PortConfig, QueueMeasure, Signalling};
 use crate::controller::{Measurement, RateController, Rcp};
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
+use crate::persist::{self, PersistentQueue};
 use crate::queue::DropTail;
 use crate::shaper::{DelayLine, Shaper};
 use crate::stamp::{self, Skip, StampConfig, Stamped};
@@ -88,10 +89,17 @@ pub struct Port {
     next_tick: u64,
     /// Bytes that arrived since `last_tick`.
     arrived: u64,
+    /// Minima of the queue over the last control intervals.
+    persistent: PersistentQueue,
     /// R at the last control interval that ended with a short queue (at
     /// most a tenth of the TCP-mode threshold), in KA mode.
     calm_rate: f64,
     ident6: u32,
+    /// Sigma-delta error of [`PortConfig::dither`], in [0, 1).
+    dither_acc: f64,
+    /// [`RcpConfig::queue_target`](crate::RcpConfig::queue_target) × C,
+    /// bytes.
+    queue_target_bytes: usize,
     counters: Counters,
 }
 
@@ -144,8 +152,11 @@ impl Port {
             last_tick: 0,
             next_tick: 0,
             arrived: 0,
+            persistent: PersistentQueue::default(),
             calm_rate: 0.0,
             ident6: IPV6_IDENT_START,
+            dither_acc: 0.0,
+            queue_target_bytes: (config.rcp.queue_target.as_secs_f64() * 1e3 * capacity) as usize,
             counters: Counters::default(),
             config,
         };
@@ -377,13 +388,21 @@ impl Port {
         let frozen = self.config.signalling == Signalling::Ka && self.mode.mode() == Mode::Tcp;
         let interval = t.saturating_sub(self.last_tick).max(1);
         let rtt = self.rtt();
+        let step = self.control_interval_ns();
+        // Intervals in one RTT (the persistent queue's window).
+        let window = usize::try_from(self.rtt_ns().div_ceil(step)).unwrap_or(usize::MAX);
+        let persistent = self.persistent.end_interval(self.queue.bytes(), window);
         let mut m = Measurement {
             interval: Duration::from_nanos(interval),
             rtt,
             capacity: self.capacity,
             max_rate: self.max_rate,
             input_rate: self.arrived as f64 / (interval as f64 / 1e6),
-            queue_bytes: self.queue.bytes(),
+            queue_bytes: match self.config.rcp.queue_measure {
+                QueueMeasure::Now => self.queue.bytes(),
+                QueueMeasure::Persistent => persistent,
+            }
+            .saturating_sub(self.queue_target_bytes),
         };
         if !frozen {
             self.controller.on_interval(&m);
@@ -393,7 +412,6 @@ impl Port {
         }
         self.arrived = 0;
         self.last_tick = t;
-        let step = self.control_interval_ns();
         let mut limit = target;
         if let Some(d) = deq_at {
             limit = limit.min(d);
@@ -407,10 +425,20 @@ impl Port {
         // lands in the right interval.
         let tcp_mode = self.config.signalling == Signalling::Ka && self.mode.mode() == Mode::Tcp;
         let n = if tcp_mode { n.min(1) } else { n };
+        // A standing queue (a link slower than one packet per interval) makes
+        // the persistent queue change from interval to interval as the
+        // window slides: take those intervals one tick at a time.
+        let n = if self.queue.is_empty() { n } else { 0 };
         if n > 0 {
+            // The queue is empty throughout, so the persistent queue is 0.
+            let slots = usize::try_from(n).unwrap_or(usize::MAX);
+            for _ in 0..slots.min(persist::MAX_WINDOW_INTERVALS) {
+                self.persistent.end_interval(0, window);
+            }
             if !frozen {
                 m.interval = Duration::from_nanos(step);
                 m.input_rate = 0.0;
+                m.queue_bytes = 0;
                 self.controller.on_intervals(&m, n);
                 if self.queue.len() <= self.calm_queue() {
                     self.calm_rate = self.controller.rate();
@@ -431,6 +459,7 @@ impl Port {
         let Some(packet) = self.queue.pop() else {
             return;
         };
+        self.persistent.observe(self.queue.bytes());
         if self.config.signalling == Signalling::Ka {
             self.mode_on_queue(t);
         }
@@ -456,6 +485,36 @@ impl Port {
         }
     }
 
+    /// [`PortConfig::dither`]: `code` = encode(R) or the next code up, in
+    /// the proportion that makes the rate a sender paces at, averaged over
+    /// the packets it sends, equal to R. A packet paced at rate r takes
+    /// `size/r` of the sender's time, so the average rate is the *harmonic*
+    /// mean: the next code goes on a fraction `p = (1/lo − 1/R)/(1/lo −
+    /// 1/hi)` of packets. An error accumulator (first-order sigma-delta)
+    /// spreads them evenly; it is deterministic.
+    fn dither(&mut self, code: Code) -> Code {
+        let Some(table) = self.table.as_ref() else {
+            return code;
+        };
+        let Some(hi_code) = self.config.scale.next_code(code) else {
+            return code;
+        };
+        let (lo, hi) = (table.decode(code), table.decode(hi_code));
+        let r = self.controller.rate();
+        if !(r > lo && hi > lo) {
+            return code;
+        }
+        let p = ((1.0 / lo - 1.0 / r) / (1.0 / lo - 1.0 / hi)).clamp(0.0, 1.0);
+        self.dither_acc += p;
+        if self.dither_acc >= 1.0 {
+            self.dither_acc -= 1.0;
+            self.counters.dithered_up += 1;
+            hi_code
+        } else {
+            code
+        }
+    }
+
     /// Per-packet signalling on dequeue.
     fn egress(&mut self, mut packet: Vec<u8>) -> (Vec<u8>, Option<Vec<u8>>) {
         match self.config.signalling {
@@ -470,6 +529,11 @@ impl Port {
             Signalling::Ka => {
                 let Some(code) = self.signal() else {
                     return (packet, None);
+                };
+                let code = if self.config.dither {
+                    self.dither(code)
+                } else {
+                    code
                 };
                 let sc = StampConfig {
                     scale: self.config.scale,

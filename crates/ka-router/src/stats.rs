@@ -38,6 +38,9 @@ pub struct Counters {
     /// because their IPv4 options or IPv6 extension-header chain could not
     /// be walked.
     pub unstampable: u64,
+    /// Leading fragments given the next code above encode(R) by
+    /// [`crate::PortConfig::dither`].
+    pub dithered_up: u64,
 }
 
 /// A read-only view of a port's state and counters.

@@ -5,13 +5,14 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use ka_router::{PortConfig, Signalling};
+use ka_router::{PortConfig, QueueMeasure, Signalling};
 
 use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
 use crate::router::{NO_ROUTE, RouterNode};
 use crate::scenario::{
-    FlowKind, Hop, PortKind, RouterKnobs, Scenario, ScenarioError, TcpKnobs, Workload,
+    FlowKind, Hop, PortKind, QueueMeasureKnob, RouterKnobs, Scenario, ScenarioError, TcpKnobs,
+    Workload,
 };
 use crate::world::{PathInfo, World};
 
@@ -179,6 +180,18 @@ pub fn port_config(
     }
     if let Some(v) = knobs.hold_ms {
         c.mode.hold = Some(Duration::from_nanos(ms(v)));
+    }
+    if let Some(v) = knobs.queue_measure {
+        c.rcp.queue_measure = match v {
+            QueueMeasureKnob::Persistent => QueueMeasure::Persistent,
+            QueueMeasureKnob::Now => QueueMeasure::Now,
+        };
+    }
+    if let Some(v) = knobs.queue_target_ms {
+        c.rcp.queue_target = Duration::from_nanos(ms(v));
+    }
+    if let Some(v) = knobs.dither {
+        c.dither = v;
     }
     c
 }

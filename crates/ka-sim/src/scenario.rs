@@ -274,6 +274,25 @@ pub struct RouterKnobs {
     pub threshold_frac: Option<f64>,
     /// TCP-mode hold, ms (default one average RTT).
     pub hold_ms: Option<f64>,
+    /// The queue RCP sees: `"now"` (at the end of each control interval,
+    /// DESIGN §4.3; the default) or `"persistent"` (the smallest during the
+    /// last RTT, as the `ka-router` binary does).
+    pub queue_measure: Option<QueueMeasureKnob>,
+    /// RCP queue target, ms (default 0; the `ka-router` binary uses 2).
+    pub queue_target_ms: Option<f64>,
+    /// Dither the KA signal between adjacent codes (default false; the
+    /// `ka-router` binary turns it on).
+    pub dither: Option<bool>,
+}
+
+/// `queue_measure` values of [`RouterKnobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueMeasureKnob {
+    /// The smallest queue during the last RTT.
+    Persistent,
+    /// The queue when the interval ends.
+    Now,
 }
 
 /// TCP knobs of all endpoints of a scenario; unset = `ka-endpoint`'s

@@ -1,7 +1,7 @@
 //! Segment generation: SYN/SYN-ACK, retransmissions, new data (with RTT
 //! indicators and pacing), FIN, pure ACKs, RST.
 
-use super::{Connection, PendingRst, State, Transmit};
+use super::{Connection, Mode, PendingRst, State, Transmit};
 use ka_codec::rtt::{INDICATOR_BASE, INDICATOR_MAX};
 use ka_codec::wire::checksum;
 use ka_codec::wire::tcp::{
@@ -10,8 +10,12 @@ use ka_codec::wire::tcp::{
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-/// Largest burst the pacer allows after an idle or late poll.
+/// Largest burst the pacer allows after an idle or late poll in TCP mode.
 const PACING_CREDIT: Duration = Duration::from_millis(1);
+
+/// The same in KA mode: up to this much missed sending time at R is caught
+/// up (see the crate docs, "Pacing").
+const KA_PACING_CREDIT: Duration = Duration::from_millis(3);
 
 /// What goes into one segment.
 struct Seg {
@@ -173,7 +177,12 @@ impl Connection {
             return;
         };
         let interval = Duration::from_secs_f64((wire_len as f64 / rate).min(60.0));
-        let floor = now.checked_sub(PACING_CREDIT).unwrap_or(now);
+        let credit = if self.ka.mode == Mode::Ka {
+            KA_PACING_CREDIT
+        } else {
+            PACING_CREDIT
+        };
+        let floor = now.checked_sub(credit).unwrap_or(now);
         let base = self.pacer_next.map_or(now, |t| t.max(floor));
         self.pacer_next = Some(base + interval);
     }

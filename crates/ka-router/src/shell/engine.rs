@@ -1,62 +1,60 @@
-//! The router's I/O loop: two reader tasks, one pacing thread.
+//! The router's I/O loop: one forwarding thread reads both devices, runs
+//! both ports and writes their output.
 //!
 //! ```text
-//!  tun in  ──recv──▶ reader task ─┐                        ┌─write──▶ tun out
-//!                                 ├─▶ bounded channel ─▶ pacing thread (owns both ports)
-//!  tun out ──recv──▶ reader task ─┘                        └─write──▶ tun in
+//!  tun in  ──read──▶ ┌──────────────────────────────┐ ──write──▶ tun out
+//!                    │ forwarding thread            │
+//!  tun out ──read──▶ │ (owns both ports; ppoll+spin)│ ──write──▶ tun in
+//!                    └──────────────────────────────┘
 //! ```
 //!
-//! *Why a channel and a thread.* Release times must be met to tens of
-//! microseconds (DESIGN §4.1), which tokio's 1 ms timer cannot do, so one
-//! dedicated thread owns both [`Forwarder`] directions and waits with
-//! [`Pacer`] (block on the channel until shortly before the next departure,
-//! then spin). Reading stays on the tokio runtime, where waiting on two
-//! devices at once (plus signals and the metrics socket) is natural and
-//! cancellation is clean; a reader hands each packet over a bounded
-//! `std::sync::mpsc` channel, whose `recv_timeout` is exactly the "wait for
-//! input or a deadline" primitive the pacer needs. Writes are plain `write(2)`
-//! calls from the pacing thread (a TUN write never blocks), so a packet
+//! Release times must be met to tens of microseconds (DESIGN §4.1), which
+//! tokio's 1 ms timer cannot do, so a dedicated thread owns both
+//! [`Forwarder`] directions. It waits for whichever comes first, a readable
+//! device or the next departure ([`TunInput`]: `ppoll(2)` with a nanosecond
+//! timeout until `spin` before the departure, then polling without
+//! sleeping), reads every packet that is ready and pushes each into the
+//! core stamped with the time it was read, then writes everything due.
+//! Writes are plain `write(2)` calls (a TUN write never blocks), so a packet
 //! leaves at the instant the core releases it. One thread for both
 //! directions keeps the core single-threaded and leaves the second core of a
-//! small machine to the reader and the kernel.
+//! small machine to the endpoints and the kernel; there is no hand-over
+//! between a reader and the pacer that could bunch packets or cost context
+//! switches (see [`super::input`] for the measurements behind this). The
+//! tokio runtime serves signals and the metrics endpoint only.
 //!
-//! Arrival times given to the core are taken by the pacing thread when it
-//! drains the channel (one monotonic `now` per batch), so they trail the
-//! actual read by the hand-over latency, microseconds when the thread keeps
-//! up. Captures (`--pcap`) go to their own thread ([`PcapRecorder`]): file
-//! I/O can stall for milliseconds and must never delay a release.
+//! Captures (`--pcap`) go to their own thread ([`PcapRecorder`]): file I/O
+//! can stall for milliseconds and must never delay a release.
 //!
-//! Memory: the channel holds at most `channel_capacity` packets (default
-//! [`DEFAULT_CHANNEL_CAPACITY`]) of at most 64 KiB each; when it is full the
-//! reader drops and counts (`input_overflow`). The capture queue is capped
-//! the same way ([`DEFAULT_RECORDER_CAPACITY`], dropped records counted). The
-//! cores' own queues are capped by `--queue`.
+//! Memory: one 64 KiB read buffer; the kernel's TUN queue (`txqueuelen`)
+//! holds what the thread has not read yet and drops beyond it (visible in
+//! `ip -s link`). The capture queue is capped ([`DEFAULT_RECORDER_CAPACITY`],
+//! dropped records counted). The cores' own queues are capped by `--queue`.
 
 use std::fs::File;
 use std::future::Future;
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
-use tun_rs::AsyncDevice;
 
 use super::forwarder::Forwarder;
+use super::input::{Input, TunInput};
 use super::metrics::serve_metrics;
-use super::pacing::{Pacer, Wake};
+use super::pacing::Pacer;
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
-use super::tun::{MAX_PACKET, TunOptions, open_tun_split};
+use super::tun::{TunOptions, open_tun};
 
-/// Default capacity of the reader → pacing-thread channel, packets.
-pub const DEFAULT_CHANNEL_CAPACITY: usize = 4096;
-/// How often the pacing thread refreshes the published core state.
+/// How often the forwarding thread refreshes the published core state (and
+/// the longest it waits before noticing a shutdown).
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
-/// Most packets taken from the channel before the due ones are sent.
+/// Most packets read before the due ones are sent.
 const INPUT_BATCH: usize = 256;
 
 /// I/O settings of one router run.
@@ -72,11 +70,10 @@ pub struct ShellConfig {
     pub metrics: Option<SocketAddr>,
     /// Record every written packet here (`None`: no capture).
     pub pcap: Option<PathBuf>,
-    /// The pacing thread's wait strategy.
+    /// The forwarding thread's wait strategy (how long it spins before a
+    /// departure).
     pub pacer: Pacer,
-    /// Reader → pacing-thread channel capacity, packets.
-    pub channel_capacity: usize,
-    /// Run on the pacing thread before it starts forwarding.
+    /// Run on the forwarding thread before it starts forwarding.
     pub pacing_thread_init: Option<ThreadInit>,
 }
 
@@ -90,7 +87,6 @@ impl ShellConfig {
             metrics: None,
             pcap: None,
             pacer: Pacer::default(),
-            channel_capacity: DEFAULT_CHANNEL_CAPACITY,
             pacing_thread_init: None,
         }
     }
@@ -109,7 +105,7 @@ pub struct RunSummary {
     pub pcap_dropped: u64,
 }
 
-/// Code the pacing thread runs first, e.g. to raise its scheduling priority
+/// Code the forwarding thread runs first, e.g. to raise its scheduling priority
 /// (the `ka-router` binary's `--realtime`). An error is logged, not fatal.
 #[derive(Clone)]
 pub struct ThreadInit(pub Arc<dyn Fn() -> io::Result<()> + Send + Sync>);
@@ -120,17 +116,12 @@ impl std::fmt::Debug for ThreadInit {
     }
 }
 
-enum Msg {
-    Packet(Direction, Vec<u8>),
-    Stop,
-}
-
 /// Attach to both devices and forward through the forwarder `make` builds
 /// until `shutdown` completes; then flush the pcap and return the final
 /// counters. Must be called inside a tokio runtime with I/O and time enabled.
 ///
 /// Errors: opening the devices, the pcap file or the metrics socket, or a
-/// panic of the pacing thread. Read and write errors on the devices are
+/// panic of the forwarding thread. Read and write errors on the devices are
 /// counted and logged, never fatal (a far interface may be down).
 pub async fn run<F, M, S>(cfg: ShellConfig, make: M, shutdown: S) -> io::Result<RunSummary>
 where
@@ -138,8 +129,13 @@ where
     M: FnOnce(Instant) -> F,
     S: Future<Output = ()>,
 {
-    let in_h = open_tun_split(&cfg.in_dev, &cfg.tun)?;
-    let out_h = open_tun_split(&cfg.out_dev, &cfg.tun)?;
+    let in_dev = open_tun(&cfg.in_dev, &cfg.tun)?;
+    let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
+    let write_handle = |d: &tun_rs::SyncDevice| -> io::Result<File> {
+        Ok(File::from(d.as_fd().try_clone_to_owned()?))
+    };
+    // Forward packets leave through `out`, reverse ones through `in`.
+    let writers = [write_handle(&out_dev)?, write_handle(&in_dev)?];
     tracing::info!(r#in = %cfg.in_dev, out = %cfg.out_dev, "attached to TUN devices");
     let pcap = match &cfg.pcap {
         Some(p) => {
@@ -164,56 +160,34 @@ where
 
     let fwd = make(Instant::now());
     stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
-    let (tx, rx) = sync_channel(cfg.channel_capacity.max(1));
+    let mut input = TunInput::new(in_dev, out_dev)?;
     let stop = Arc::new(AtomicBool::new(false));
     let pacing = {
         let stats = Arc::clone(&stats);
         let stop = Arc::clone(&stop);
-        // Forward packets leave through `out`, reverse ones through `in`.
-        let writers = [out_h.writer, in_h.writer];
         let pacer = cfg.pacer;
         let init = cfg.pacing_thread_init.clone();
         let pcap = pcap.as_ref().map(PcapRecorder::handle);
         std::thread::Builder::new()
-            .name("ka-pacing".into())
+            .name("ka-forward".into())
             .spawn(move || {
                 if let Some(Err(e)) = init.map(|ThreadInit(f)| f()) {
-                    tracing::warn!("pacing thread set-up failed, continuing: {e}");
+                    tracing::warn!("forwarding thread set-up failed, continuing: {e}");
                 }
-                pacing_loop(fwd, &rx, &writers, pcap, &stats, pacer, &stop)
+                forwarding_loop(fwd, &mut input, &writers, pcap, &stats, pacer, &stop)
             })?
     };
-    let readers = [
-        tokio::spawn(read_loop(
-            in_h.reader,
-            Direction::Forward,
-            tx.clone(),
-            Arc::clone(&stats),
-        )),
-        tokio::spawn(read_loop(
-            out_h.reader,
-            Direction::Reverse,
-            tx.clone(),
-            Arc::clone(&stats),
-        )),
-    ];
 
     shutdown.await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::SeqCst);
-    // If the channel is full the thread is busy and sees `stop` anyway.
-    let _ = tx.try_send(Msg::Stop);
-    drop(tx);
-    for r in &readers {
-        r.abort();
-    }
     if let Some(m) = &metrics {
         m.abort();
     }
     let joined = tokio::task::spawn_blocking(move || pacing.join())
         .await
         .map_err(io::Error::other)?;
-    let fwd = joined.map_err(|_| io::Error::other("pacing thread panicked"))?;
+    let fwd = joined.map_err(|_| io::Error::other("forwarding thread panicked"))?;
     let pcap_dropped = match pcap {
         Some(p) => p.finish()?,
         None => 0,
@@ -233,33 +207,6 @@ where
 /// Log the 1st, 2nd, 4th, 8th … occurrence only.
 fn worth_logging(count: u64) -> bool {
     count.is_power_of_two()
-}
-
-async fn read_loop(dev: AsyncDevice, dir: Direction, tx: SyncSender<Msg>, stats: Arc<SharedStats>) {
-    let io = stats.io(dir);
-    let mut buf = vec![0u8; MAX_PACKET];
-    loop {
-        match dev.recv(&mut buf).await {
-            Ok(n) => {
-                let packet = buf.get(..n).unwrap_or(&[]).to_vec();
-                IoCounters::add(&io.packets_in, 1);
-                IoCounters::add(&io.bytes_in, n as u64);
-                match tx.try_send(Msg::Packet(dir, packet)) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) => IoCounters::add(&io.input_overflow, 1),
-                    Err(TrySendError::Disconnected(_)) => return,
-                }
-            }
-            Err(e) => {
-                let n = io.read_errors.fetch_add(1, Ordering::Relaxed) + 1;
-                if worth_logging(n) {
-                    tracing::warn!(direction = dir.label(), errors = n, "read failed: {e}");
-                }
-                // A vanished device keeps failing; do not spin on it.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
 }
 
 /// Writes one packet and records it; failures are counted, never fatal.
@@ -301,9 +248,9 @@ fn publish<F: Forwarder>(fwd: &F, stats: &SharedStats) {
     stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
 }
 
-fn pacing_loop<F: Forwarder>(
+fn forwarding_loop<F: Forwarder, I: Input>(
     mut fwd: F,
-    rx: &Receiver<Msg>,
+    input: &mut I,
     writers: &[File; 2],
     pcap: Option<PcapHandle>,
     stats: &SharedStats,
@@ -317,28 +264,17 @@ fn pacing_loop<F: Forwarder>(
     };
     let mut clock = Instant::now();
     let mut next_publish = clock + PUBLISH_EVERY;
-    let mut pending: Option<Msg> = None;
-    let mut stopping = false;
-    'run: loop {
-        // Input first, stamped with one monotonic `now` per batch.
-        clock = clock.max(Instant::now());
+    loop {
+        // Input first: every packet that is ready, each stamped when read.
         for _ in 0..INPUT_BATCH {
-            let msg = match pending.take() {
-                Some(m) => m,
-                None => match rx.try_recv() {
-                    Ok(m) => m,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => break 'run,
-                },
+            let Some((dir, p)) = input.next(stats) else {
+                break;
             };
-            match msg {
-                Msg::Packet(dir, p) => fwd.push(dir, clock, p),
-                Msg::Stop => {
-                    // Send what is already due, then leave.
-                    stopping = true;
-                    break;
-                }
-            }
+            clock = clock.max(Instant::now());
+            let io = stats.io(dir);
+            IoCounters::add(&io.packets_in, 1);
+            IoCounters::add(&io.bytes_in, p.len() as u64);
+            fwd.push(dir, clock, p);
         }
         // Then everything due, recording how late each release is.
         loop {
@@ -366,17 +302,13 @@ fn pacing_loop<F: Forwarder>(
             publish(&fwd, stats);
             next_publish = clock + PUBLISH_EVERY;
         }
-        if stopping || stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || input.closed() {
             break;
         }
         let deadline = fwd
             .poll_timeout()
             .map_or(next_publish, |t| t.min(next_publish));
-        match pacer.wait(rx, Some(deadline)) {
-            Wake::Message(m) => pending = Some(m),
-            Wake::Deadline => {}
-            Wake::Disconnected => break,
-        }
+        input.wait(deadline, pacer.spin);
     }
     publish(&fwd, stats);
     fwd
@@ -386,7 +318,9 @@ fn pacing_loop<F: Forwarder>(
 mod tests {
     use super::*;
     use crate::shell::forwarder::PassThrough;
+    use crate::shell::input::ChannelInput;
     use crate::shell::stats::CoreStats;
+    use std::sync::mpsc::sync_channel;
 
     /// A forwarder that releases each packet `gap` after the previous one,
     /// to check the loop honours `poll_timeout` precisely.
@@ -466,8 +400,7 @@ mod tests {
         let (tx, rx) = sync_channel(64);
         let gap = Duration::from_millis(2);
         for i in 0..20u8 {
-            tx.send(Msg::Packet(Direction::Forward, vec![i; 100]))
-                .unwrap();
+            tx.send((Direction::Forward, vec![i; 100])).unwrap();
         }
         let rec =
             PcapRecorder::spawn(PcapSink::create(&dir.0.join("x.pcap")).unwrap(), 64).unwrap();
@@ -475,13 +408,13 @@ mod tests {
         let start = Instant::now();
         let h = std::thread::scope(|s| {
             let h = s.spawn(move || {
-                pacing_loop(
+                forwarding_loop(
                     Spaced {
                         gap,
                         next: None,
                         queue: Default::default(),
                     },
-                    &rx,
+                    &mut ChannelInput::new(rx),
                     writers,
                     Some(pcap),
                     stats,
@@ -495,7 +428,8 @@ mod tests {
             {
                 std::thread::yield_now();
             }
-            tx.send(Msg::Stop).unwrap();
+            stop.store(true, Ordering::SeqCst);
+            let _keep_open = tx;
             h.join().unwrap()
         });
         let elapsed = start.elapsed();
@@ -540,13 +474,13 @@ mod tests {
         let stop = AtomicBool::new(false);
         let (tx, rx) = sync_channel(64);
         for _ in 0..5 {
-            tx.send(Msg::Packet(Direction::Reverse, vec![0x45; 20]))
-                .unwrap();
+            tx.send((Direction::Reverse, vec![0x45; 20])).unwrap();
         }
-        tx.send(Msg::Stop).unwrap();
-        let _ = pacing_loop(
+        // Closing the channel ends the loop once the input is drained.
+        drop(tx);
+        let _ = forwarding_loop(
             PassThrough::new(),
-            &rx,
+            &mut ChannelInput::new(rx),
             &writers,
             None,
             &stats,

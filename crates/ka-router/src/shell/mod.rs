@@ -12,6 +12,7 @@
 
 pub mod engine;
 pub mod forwarder;
+mod input;
 mod ka;
 pub mod metrics;
 pub mod pacing;

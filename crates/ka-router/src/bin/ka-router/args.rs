@@ -9,7 +9,7 @@ use ka_codec::units::{parse_duration, parse_rate};
 use ka_router::shell::{Pacer, ShellConfig, TunOptions};
 
 use crate::realtime;
-use ka_router::{PortConfig, Signalling};
+use ka_router::{PortConfig, QueueMeasure, Signalling};
 
 const UNITS: &str = "\
 UNITS:
@@ -69,6 +69,29 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     pub beta: f64,
 
+    /// Queue q the RCP update uses: persistent = the smallest queue during the last RTT d
+    /// (XCP's persistent queue; ignores the bunches a busy host's scheduler makes), now = the
+    /// queue when each control interval ends (DESIGN §4.3, the ns-2 reference code).
+    #[arg(
+        long,
+        value_name = "persistent|now",
+        value_enum,
+        default_value = "persistent"
+    )]
+    pub queue_measure: QueueMeasureArg,
+
+    /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
+    /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
+    /// 0 = DESIGN §4.3's formula.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "2ms")]
+    pub queue_target: Duration,
+
+    /// Dither the signalled code between encode(R) and the next code up, so senders pace at R
+    /// on average instead of R rounded down to a code (codes are 6.45 % apart). off = every
+    /// packet carries encode(R) (DESIGN §4.2).
+    #[arg(long, value_name = "on|off", value_enum, default_value = "on")]
+    pub dither: OnOff,
+
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100). Off by default.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -116,6 +139,15 @@ pub enum OnOff {
     Off,
 }
 
+/// `--queue-measure` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueueMeasureArg {
+    /// The smallest queue during the last RTT.
+    Persistent,
+    /// The queue when the control interval ends.
+    Now,
+}
+
 /// `--signalling` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignallingArg {
@@ -149,6 +181,12 @@ impl Args {
             c.initial_rtt = self.rtt;
             c.rcp.alpha = self.alpha;
             c.rcp.beta = self.beta;
+            c.rcp.queue_measure = match self.queue_measure {
+                QueueMeasureArg::Persistent => QueueMeasure::Persistent,
+                QueueMeasureArg::Now => QueueMeasure::Now,
+            };
+            c.rcp.queue_target = self.queue_target;
+            c.dither = self.dither == OnOff::On;
             c.ipv6_signal = self.ipv6_signal == OnOff::On;
             c.signalling = match self.signalling {
                 SignallingArg::Ka => Signalling::Ka,
@@ -208,6 +246,10 @@ mod tests {
         assert_eq!(f.initial_rtt, Duration::from_millis(100));
         assert_eq!(f.signalling, Signalling::Ka);
         assert!(f.ipv6_signal);
+        // The binary's jitter-tolerant RCP (RcpConfig::queue_target docs).
+        assert_eq!(f.rcp.queue_measure, QueueMeasure::Persistent);
+        assert_eq!(f.rcp.queue_target, Duration::from_millis(2));
+        assert!(f.dither);
         assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
         assert!(a.realtime.is_none());
         let s = a.shell_config();
@@ -244,6 +286,12 @@ mod tests {
             "off",
             "--signalling",
             "rcp",
+            "--queue-measure",
+            "now",
+            "--queue-target",
+            "0",
+            "--dither",
+            "off",
         ])
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -256,6 +304,9 @@ mod tests {
         assert_eq!((f.rcp.alpha, f.rcp.beta), (0.3, 0.5));
         assert!(!r.ipv6_signal);
         assert_eq!(r.signalling, Signalling::NativeRcp);
+        assert_eq!(r.rcp.queue_measure, QueueMeasure::Now);
+        assert_eq!(r.rcp.queue_target, Duration::ZERO);
+        assert!(!r.dither);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 

@@ -1,0 +1,226 @@
+//! Where the forwarding thread gets its packets: both TUN devices, read by
+//! the forwarding thread itself.
+//!
+//! *Why the forwarding thread reads.* The first shell read on tokio tasks
+//! and handed packets to the forwarding thread over a channel. On a small
+//! VM every hand-over costs two context switches, and when the reader task
+//! was descheduled for a few milliseconds its packets reached the port as a
+//! bunch the wire never had (a phantom queue that RCP answered by cutting
+//! R). Now one thread waits on both devices with `ppoll(2)` (nanosecond
+//! timeout) until a packet is readable or the next departure is near, reads
+//! every packet that is ready (non-blocking), and gives each to the core
+//! stamped with the time it was read.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use tun_rs::SyncDevice;
+
+use super::stats::{Direction, SharedStats};
+use super::tun::MAX_PACKET;
+
+/// After a read error (other than "nothing to read") a device is left
+/// alone this long, so a vanished device cannot make the thread spin.
+pub const ERROR_BACKOFF: Duration = Duration::from_millis(10);
+
+/// A source of packets for the forwarding loop.
+pub(crate) trait Input {
+    /// Waits until a packet may be ready or `deadline` has come; the last
+    /// `spin` before the deadline is spent polling, not sleeping, so the
+    /// return is punctual.
+    fn wait(&mut self, deadline: Instant, spin: Duration);
+    /// A packet that is ready now, with the direction it travels.
+    fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)>;
+    /// No packet will ever come again (test channels only).
+    fn closed(&self) -> bool;
+}
+
+/// Both TUN devices, non-blocking: `in` carries forward packets, `out`
+/// reverse ones.
+pub(crate) struct TunInput {
+    /// Read handles (duplicates of the devices' descriptors).
+    devices: [File; 2],
+    /// The devices themselves, kept open for as long as we read.
+    _tun: [SyncDevice; 2],
+    /// Read the other device first next time (fairness under load).
+    turn: usize,
+    /// A device that failed is not polled until then.
+    backoff: [Option<Instant>; 2],
+    buf: Vec<u8>,
+}
+
+impl TunInput {
+    /// Reads the `in` and `out` devices (their descriptors are switched to
+    /// non-blocking mode).
+    pub(crate) fn new(in_dev: SyncDevice, out_dev: SyncDevice) -> io::Result<Self> {
+        let read_handle = |d: &SyncDevice| -> io::Result<File> {
+            let f = File::from(d.as_fd().try_clone_to_owned()?);
+            rustix::io::ioctl_fionbio(&f, true)?;
+            Ok(f)
+        };
+        Ok(Self {
+            devices: [read_handle(&in_dev)?, read_handle(&out_dev)?],
+            _tun: [in_dev, out_dev],
+            turn: 0,
+            backoff: [None, None],
+            buf: vec![0; MAX_PACKET],
+        })
+    }
+
+    fn usable(&mut self, i: usize, now: Instant) -> bool {
+        match self.backoff.get(i).copied().flatten() {
+            Some(until) if now < until => false,
+            Some(_) => {
+                if let Some(b) = self.backoff.get_mut(i) {
+                    *b = None;
+                }
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// `ppoll` on the usable devices, at most `timeout` (`None`: return at
+    /// once). Returns whether one is readable.
+    fn poll_devices(&mut self, timeout: Duration, now: Instant) -> bool {
+        let use0 = self.usable(0, now);
+        let use1 = self.usable(1, now);
+        let [d0, d1] = &self.devices;
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
+        if use0 {
+            fds.push(PollFd::new(d0, PollFlags::IN));
+        }
+        if use1 {
+            fds.push(PollFd::new(d1, PollFlags::IN));
+        }
+        if fds.is_empty() {
+            // Both devices are backing off: just sleep.
+            std::thread::sleep(timeout.min(ERROR_BACKOFF));
+            return false;
+        }
+        let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        // EINTR and friends: report "maybe readable"; `next` finds out.
+        poll(&mut fds, Some(&ts)).map_or(true, |n| n > 0)
+    }
+}
+
+impl Input for TunInput {
+    fn wait(&mut self, deadline: Instant, spin: Duration) {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let remaining = deadline - now;
+        if remaining > spin && self.poll_devices(remaining - spin, now) {
+            return;
+        }
+        // Spin: poll without sleeping until a packet or the deadline.
+        loop {
+            let now = Instant::now();
+            if now >= deadline || self.poll_devices(Duration::ZERO, now) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {
+        let now = Instant::now();
+        for k in 0..2 {
+            let i = (self.turn + k) % 2;
+            if !self.usable(i, now) {
+                continue;
+            }
+            let dir = if i == 0 {
+                Direction::Forward
+            } else {
+                Direction::Reverse
+            };
+            let Some(mut dev) = self.devices.get(i) else {
+                continue;
+            };
+            match dev.read(&mut self.buf) {
+                Ok(n) => {
+                    self.turn = (i + 1) % 2;
+                    return Some((dir, self.buf.get(..n).unwrap_or(&[]).to_vec()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let io = stats.io(dir);
+                    let n = io.read_errors.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n.is_power_of_two() {
+                        tracing::warn!(direction = dir.label(), errors = n, "read failed: {e}");
+                    }
+                    if let Some(b) = self.backoff.get_mut(i) {
+                        *b = Some(now + ERROR_BACKOFF);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn closed(&self) -> bool {
+        false
+    }
+}
+
+/// Packets from a channel: the loop's tests feed it without devices.
+#[cfg(test)]
+pub(crate) struct ChannelInput {
+    pub(crate) rx: std::sync::mpsc::Receiver<(Direction, Vec<u8>)>,
+    pub(crate) pending: Option<(Direction, Vec<u8>)>,
+    pub(crate) closed: bool,
+}
+
+#[cfg(test)]
+impl ChannelInput {
+    pub(crate) fn new(rx: std::sync::mpsc::Receiver<(Direction, Vec<u8>)>) -> Self {
+        Self {
+            rx,
+            pending: None,
+            closed: false,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Input for ChannelInput {
+    fn wait(&mut self, deadline: Instant, _spin: Duration) {
+        if self.pending.is_some() || self.closed {
+            return;
+        }
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(timeout) {
+            Ok(m) => self.pending = Some(m),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => self.closed = true,
+        }
+    }
+
+    fn next(&mut self, _stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {
+        if let Some(m) = self.pending.take() {
+            return Some(m);
+        }
+        match self.rx.try_recv() {
+            Ok(m) => Some(m),
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.closed = true;
+                None
+            }
+        }
+    }
+
+    fn closed(&self) -> bool {
+        self.closed && self.pending.is_none()
+    }
+}
