@@ -30,6 +30,17 @@ impl RateController for Recorder {
     }
 }
 
+/// A port whose controller (fixed R = 1000 B/ms) records the queue it is
+/// told each interval.
+fn recording(cfg: PortConfig, t0: Instant) -> (Port, Arc<Mutex<Vec<usize>>>) {
+    let rec = Recorder {
+        rate: 1000.0,
+        ..Recorder::default()
+    };
+    let seen = rec.queue.clone();
+    (Port::with_controller(cfg, Box::new(rec), t0), seen)
+}
+
 const MBIT10: u64 = 10_000_000;
 
 fn config(measure: QueueMeasure, target: Duration) -> PortConfig {
@@ -84,16 +95,7 @@ fn jittery(port: &mut Port, t0: Instant) {
 #[test]
 fn persistent_queue_ignores_bunches_that_drain_within_a_round_trip() {
     let t0 = Instant::now();
-    let rec = Recorder {
-        rate: 1000.0,
-        ..Recorder::default()
-    };
-    let seen = rec.queue.clone();
-    let mut port = Port::with_controller(
-        config(QueueMeasure::Persistent, Duration::ZERO),
-        Box::new(rec),
-        t0,
-    );
+    let (mut port, seen) = recording(config(QueueMeasure::Persistent, Duration::ZERO), t0);
     jittery(&mut port, t0);
     let q = seen.lock().unwrap().clone();
     assert!(q.len() > 400, "{} intervals", q.len());
@@ -133,16 +135,7 @@ fn rcp_keeps_the_rate_with_the_persistent_queue_and_cuts_it_without() {
 fn a_standing_queue_is_persistent() {
     // 120 % load: the queue grows and never drains.
     let t0 = Instant::now();
-    let rec = Recorder {
-        rate: 1000.0,
-        ..Recorder::default()
-    };
-    let seen = rec.queue.clone();
-    let mut port = Port::with_controller(
-        config(QueueMeasure::Persistent, Duration::ZERO),
-        Box::new(rec),
-        t0,
-    );
+    let (mut port, seen) = recording(config(QueueMeasure::Persistent, Duration::ZERO), t0);
     run(
         &mut port,
         t0,
@@ -174,30 +167,12 @@ fn a_standing_queue_is_persistent() {
 fn queue_target_is_subtracted() {
     let t0 = Instant::now();
     // 10 ms at 10 Mbit/s = 12 500 bytes, more than a bunch ever queues.
-    let rec = Recorder {
-        rate: 1000.0,
-        ..Recorder::default()
-    };
-    let seen = rec.queue.clone();
-    let mut port = Port::with_controller(
-        config(QueueMeasure::Now, Duration::from_millis(10)),
-        Box::new(rec),
-        t0,
-    );
+    let (mut port, seen) = recording(config(QueueMeasure::Now, Duration::from_millis(10)), t0);
     jittery(&mut port, t0);
     assert!(seen.lock().unwrap().iter().all(|&b| b == 0));
 
     // 2 ms = 2500 bytes: a queue of 4 packets (6000 B) reports 3500.
-    let rec = Recorder {
-        rate: 1000.0,
-        ..Recorder::default()
-    };
-    let seen = rec.queue.clone();
-    let mut port = Port::with_controller(
-        config(QueueMeasure::Now, Duration::from_millis(2)),
-        Box::new(rec),
-        t0,
-    );
+    let (mut port, seen) = recording(config(QueueMeasure::Now, Duration::from_millis(2)), t0);
     // One bunch of 5 at t = 9.5 ms: at the 10 ms tick four are queued.
     let t = t0 + Duration::from_micros(9_500);
     for i in 0..5 {
