@@ -66,7 +66,7 @@ pub struct RcpConfig {
     /// A standing queue this long (at C) is free: q in the formula is
     /// `max(0, q − queue_target · C)`. Default 0 (DESIGN §4.3).
     ///
-    /// *Why the `ka-router` binary sets 2 ms (and the persistent queue, and
+    /// *Why the `ka-router` binary sets 5 ms (and the persistent queue, and
     /// [`PortConfig::dither`]).* In equilibrium RCP trades queue for spare
     /// capacity, α·(C − y) = β·q/d: every packet of average q leaves
     /// `MTU/(α·d·C)` of the link idle — 0.8 % at the paper's 150 Mbit/s and
@@ -76,8 +76,8 @@ pub struct RcpConfig {
     /// and at 96 % load a burst drains at only 4 % of C), so q is rarely
     /// zero. With DESIGN's rules a single paced KA flow through `ka-router
     /// --rate 20mbit --delay 20ms` got 15–17.7 Mbit/s of the 19.05 its
-    /// headers allow; with the persistent queue, a 2 ms target and
-    /// dithering it gets 18.3–18.4 (ka-endpoint's `netns` test). The
+    /// headers allow; with the persistent queue, a 5 ms target and
+    /// dithering it gets 18.2–18.6 (ka-endpoint's `netns` test). The
     /// simulator has no jitter and keeps DESIGN's rules by default (its
     /// scenarios can set all three).
     pub queue_target: Duration,

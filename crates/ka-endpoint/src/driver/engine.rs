@@ -5,10 +5,11 @@
 //! Why a thread and not a tokio task: KA pacing at 20 Mbit/s means a packet
 //! every 0.6 ms, and tokio's timer wheel has 1 ms granularity (a sleep
 //! rounds up to the next millisecond tick). The thread waits with
-//! [`Pacer`](ka_router::shell::Pacer) — block on the input channel until
-//! shortly before the deadline, then spin — like the router's pacing thread,
-//! so departures are within tens of microseconds of the stack's schedule
-//! and the spin never blocks a tokio worker.
+//! [`Pacer`](ka_router::shell::Pacer) — block on the input channel with
+//! 1 ns timer slack until the deadline (optionally spinning the last
+//! `DriverConfig::spin`) — like the router's pacing thread, so departures
+//! are within tens of microseconds of the stack's schedule and no tokio
+//! worker is ever blocked.
 
 use super::shared::{Msg, Shared};
 use crate::conn::State;
@@ -77,6 +78,9 @@ impl Drop for ExitGuard {
 /// The driver thread's loop; returns when the last user handle is dropped.
 pub(crate) fn run(shared: Arc<Shared>, rx: Receiver<Msg>, mut writer: File, pacer: Pacer) {
     let _guard = ExitGuard(shared.clone());
+    if let Err(e) = ka_router::shell::pacing::tighten_timer_slack() {
+        tracing::warn!("driver thread: timer slack unchanged: {e}");
+    }
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut buf = vec![0u8; 65_536];

@@ -98,8 +98,10 @@ pub struct DriverConfig {
     /// Its `tcp.mtu` is also the device MTU set by [`KaStack::open`].
     pub stack: StackConfig,
     /// How long before a deadline the driver thread stops sleeping and
-    /// spins. Default 200 µs (the router's default; above the usual timer
-    /// wake-up lateness).
+    /// spins. Default 0, the router's default: the driver thread sleeps
+    /// with 1 ns timer slack, which is punctual enough for pacing and
+    /// leaves the CPU to the application and the peers on a shared host
+    /// ([`DEFAULT_SPIN`]).
     pub spin: Duration,
     /// Established connections waiting for `accept`, per listener; beyond
     /// it new connections are reset. Default 128.

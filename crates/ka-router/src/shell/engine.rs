@@ -171,6 +171,9 @@ where
         std::thread::Builder::new()
             .name("ka-forward".into())
             .spawn(move || {
+                if let Err(e) = super::pacing::tighten_timer_slack() {
+                    tracing::warn!("forwarding thread: timer slack unchanged: {e}");
+                }
                 if let Some(Err(e)) = init.map(|ThreadInit(f)| f()) {
                     tracing::warn!("forwarding thread set-up failed, continuing: {e}");
                 }

@@ -3,23 +3,47 @@
 //! The core tells the shell the exact instant its next packet is due
 //! (`poll_timeout`). A blocking wait with a timeout (a futex under
 //! `std::sync::mpsc::Receiver::recv_timeout`) wakes 50–100 µs late on Linux
-//! (the default timer slack is 50 µs), and tokio's timer has 1 ms granularity —
-//! 1 ms of lateness is a 2 ms burst at the next release. So [`Pacer::wait`]
-//! blocks on the input channel until `spin` before the deadline and then
-//! spins (checking the channel and the clock) until the deadline. A packet
-//! arriving meanwhile ends the wait at once, so input is never delayed.
+//! with the default 50 µs timer slack, and tokio's timer has 1 ms
+//! granularity — 1 ms of lateness is a 2 ms burst at the next release. So
+//! the pacing threads set their timer slack to 1 ns
+//! ([`tighten_timer_slack`]) and [`Pacer::wait`] blocks on the input channel
+//! until `spin` before the deadline, then spins (checking the channel and
+//! the clock) until the deadline. The default spin is zero
+//! ([`DEFAULT_SPIN`] says why). A packet arriving meanwhile ends the wait at
+//! once, so input is never delayed.
 //!
 //! Lateness does not accumulate: the core schedules departures from its own
-//! ideal timeline, so a late wake only releases the due packets together; the
-//! spin margin keeps such groups far below the 2 ms burst bound of DESIGN
-//! §4.1.
+//! ideal timeline, so a late wake only releases the due packets together,
+//! far below the 2 ms burst bound of DESIGN §4.1 at the usual wake-up
+//! lateness.
 
+use std::io;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-/// Default spin margin: comfortably above the usual futex/timer wake-up
-/// lateness (≈ 60 µs with the default 50 µs timer slack).
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
+/// Default spin margin: none. The pacing threads sleep with 1 ns timer
+/// slack ([`tighten_timer_slack`]), which wakes them within tens of µs of
+/// a deadline on our 2-core VM (p50 < 100 µs, p99 < 2 ms through
+/// `ka-router --rate 20mbit`); a 200 µs spin was more punctual (p50
+/// < 10 µs) but kept the router's forwarding thread ~70 % busy at
+/// 20 Mbit/s (`ppoll` in a loop), and on a shared host spinning threads
+/// steal the CPU the endpoints need (measured: KA goodput no better,
+/// CPU of router + two endpoints 1.15 → 0.7 cores). Set a spin for
+/// sub-10 µs precision on a dedicated core.
+pub const DEFAULT_SPIN: Duration = Duration::ZERO;
+
+/// Makes the calling thread's timed waits wake on time: sets its timer
+/// slack (`prctl(PR_SET_TIMERSLACK)`) to 1 ns instead of Linux's default
+/// 50 µs, so a blocking wait with a timeout (`ppoll`, a futex) ends within
+/// the host's wake-up latency of the deadline without spinning. Only this
+/// thread is affected. A no-op returning `Ok` off Linux.
+pub fn tighten_timer_slack() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1))?;
+    }
+    Ok(())
+}
 
 /// What ended a [`Pacer::wait`].
 #[derive(Debug, PartialEq, Eq)]
@@ -94,7 +118,8 @@ mod tests {
     #[test]
     fn never_wakes_before_the_deadline_and_rarely_late() {
         let (_tx, rx) = sync_channel::<()>(1);
-        let pacer = Pacer::default();
+        // The spin mechanism itself (the default spins not at all).
+        let pacer = Pacer::new(Duration::from_micros(200));
         let mut late = Vec::new();
         for i in 0..50u64 {
             let deadline = Instant::now() + Duration::from_micros(300 + 37 * i);

@@ -83,7 +83,7 @@ pub struct Args {
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
     /// 0 = DESIGN §4.3's formula.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "2ms")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5ms")]
     pub queue_target: Duration,
 
     /// Dither the signalled code between encode(R) and the next code up, so senders pace at R
@@ -113,14 +113,16 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 1500)]
     pub mtu: u16,
 
-    /// Pacing: how long before a departure the forwarding thread stops sleeping and spins.
-    /// Larger is more precise and costs CPU.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "200us")]
+    /// Pacing: how long before a departure the forwarding thread stops sleeping and spins
+    /// (it sleeps with 1 ns timer slack, so 0 wakes within the host's wake-up latency, tens
+    /// of µs). Larger is more precise at Gbit/s and costs a core; on a shared host spinning
+    /// threads starve the senders and receivers.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "0us")]
     pub spin: Duration,
 
     /// Run the forwarding (pacing) thread with real-time priority PRIO (SCHED_FIFO, 1–99;
-    /// needs root or CAP_SYS_NICE). Keeps departures on time on a busy host; the thread spins
-    /// up to --spin before each departure, so at Gbit/s rates it occupies a core.
+    /// needs root or CAP_SYS_NICE). Keeps departures on time on a busy host; with a --spin the
+    /// thread spins before each departure, so at Gbit/s rates it then occupies a core.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub realtime: Option<i32>,
 
@@ -248,7 +250,7 @@ mod tests {
         assert!(f.ipv6_signal);
         // The binary's jitter-tolerant RCP (RcpConfig::queue_target docs).
         assert_eq!(f.rcp.queue_measure, QueueMeasure::Persistent);
-        assert_eq!(f.rcp.queue_target, Duration::from_millis(2));
+        assert_eq!(f.rcp.queue_target, Duration::from_millis(5));
         assert!(f.dither);
         assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
         assert!(a.realtime.is_none());
