@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Forwarding benchmark: ka-router (unshaped, --rate 100gbit, full KA core)
 # against a raw pass-through run through the same I/O loop
-# (ka-router --passthrough: same reader task, channel, pacing thread and
+# (ka-router --passthrough: the same forwarding thread reads both devices and
 # writes; the forwarder just hands packets back). Both run in one invocation,
 # interleaved round by round, over the examples/testbed wiring: a UDP blaster
 # (ka-blast) in namespace A, a sink in namespace B.

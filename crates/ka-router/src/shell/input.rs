@@ -118,7 +118,9 @@ impl Input for TunInput {
             return;
         }
         let remaining = deadline - now;
-        if remaining > spin && self.poll_devices(remaining - spin, now) {
+        if let Some(sleep) = super::pacing::sleep_part(remaining, spin)
+            && self.poll_devices(sleep, now)
+        {
             return;
         }
         // Spin: poll without sleeping until a packet or the deadline.
