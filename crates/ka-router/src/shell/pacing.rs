@@ -162,6 +162,23 @@ mod tests {
         assert_eq!(Pacer::default().wait(&rx, None), Wake::Disconnected);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn timer_slack_is_tightened_for_the_calling_thread_only() {
+        std::thread::spawn(|| {
+            let before = rustix::thread::current_timer_slack().unwrap();
+            tighten_timer_slack().unwrap();
+            assert_eq!(rustix::thread::current_timer_slack().unwrap(), 1);
+            assert_ne!(before, 1, "a fresh thread starts with the default slack");
+        })
+        .join()
+        .unwrap();
+        // Another thread keeps its own (default) slack.
+        std::thread::spawn(|| assert_ne!(rustix::thread::current_timer_slack().unwrap(), 1))
+            .join()
+            .unwrap();
+    }
+
     #[test]
     fn short_waits_spin_long_ones_sleep_until_the_spin_margin() {
         let us = Duration::from_micros;
