@@ -2,8 +2,8 @@
 //! round trip (XCP's `q`, DESIGN §4.3's deviation [`QueueMeasure::Persistent`]).
 //!
 //! The port reports every queue length it passes through to
-//! [`PersistentQueue::observe`] (after each dequeue; arrivals only raise it)
-//! and closes each control interval with [`PersistentQueue::end_interval`],
+//! `PersistentQueue::observe` (after each dequeue; arrivals only raise it)
+//! and closes each control interval with `PersistentQueue::end_interval`,
 //! which returns the smallest queue over the last `window` intervals.
 //!
 //! Memory: at most [`MAX_WINDOW_INTERVALS`] interval minima (the window is

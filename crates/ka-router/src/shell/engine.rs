@@ -11,16 +11,18 @@
 //! Release times must be met to tens of microseconds (DESIGN §4.1), which
 //! tokio's 1 ms timer cannot do, so a dedicated thread owns both
 //! [`Forwarder`] directions. It waits for whichever comes first, a readable
-//! device or the next departure ([`TunInput`]: `ppoll(2)` with a nanosecond
+//! device or the next departure (`TunInput`: `ppoll(2)` with a nanosecond
 //! timeout until `spin` before the departure, then polling without
 //! sleeping), reads every packet that is ready and pushes each into the
-//! core stamped with the time it was read, then writes everything due.
+//! core stamped with the time it was read (after a wake-up more than
+//! [`STALL`] late, spread over the stall instead: [`stall_stamp`]), then
+//! writes everything due.
 //! Writes are plain `write(2)` calls (a TUN write never blocks), so a packet
 //! leaves at the instant the core releases it. One thread for both
 //! directions keeps the core single-threaded and leaves the second core of a
 //! small machine to the endpoints and the kernel; there is no hand-over
 //! between a reader and the pacer that could bunch packets or cost context
-//! switches (see [`super::input`] for the measurements behind this). The
+//! switches (see the `input` module for the measurements behind this). The
 //! tokio runtime serves signals and the metrics endpoint only.
 //!
 //! Captures (`--pcap`) go to their own thread ([`PcapRecorder`]): file I/O
@@ -46,7 +48,7 @@ use tokio::net::TcpListener;
 use super::forwarder::Forwarder;
 use super::input::{Input, TunInput};
 use super::metrics::serve_metrics;
-use super::pacing::Pacer;
+use super::pacing::{Pacer, STALL, stall_stamp};
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
 use super::tun::{TunOptions, open_tun};
@@ -267,13 +269,26 @@ fn forwarding_loop<F: Forwarder, I: Input>(
     };
     let mut clock = Instant::now();
     let mut next_publish = clock + PUBLISH_EVERY;
+    let mut batch: Vec<(Direction, Vec<u8>, Instant)> = Vec::with_capacity(INPUT_BATCH);
+    // The deadline the last wait overran by more than `STALL`, if it did.
+    let mut stalled_since: Option<Instant> = None;
     loop {
-        // Input first: every packet that is ready, each stamped when read.
-        for _ in 0..INPUT_BATCH {
+        // Input first: every packet that is ready, each stamped when read —
+        // or, after a stall, spread over the stall (`stall_stamp`).
+        while batch.len() < INPUT_BATCH {
             let Some((dir, p)) = input.next(stats) else {
                 break;
             };
-            clock = clock.max(Instant::now());
+            batch.push((dir, p, Instant::now()));
+        }
+        let stall = stalled_since
+            .take()
+            .zip(batch.last().map(|b| b.2))
+            .map(|(since, end)| (since.max(clock), end));
+        let n = batch.len();
+        for (k, (dir, p, read_at)) in batch.drain(..).enumerate() {
+            let stamp = stall.map_or(read_at, |(start, end)| stall_stamp(start, end, k, n));
+            clock = clock.max(stamp);
             let io = stats.io(dir);
             IoCounters::add(&io.packets_in, 1);
             IoCounters::add(&io.bytes_in, p.len() as u64);
@@ -312,6 +327,9 @@ fn forwarding_loop<F: Forwarder, I: Input>(
             .poll_timeout()
             .map_or(next_publish, |t| t.min(next_publish));
         input.wait(deadline, pacer.spin);
+        if Instant::now().saturating_duration_since(deadline) > STALL {
+            stalled_since = Some(deadline);
+        }
     }
     publish(&fwd, stats);
     fwd
@@ -465,6 +483,117 @@ mod tests {
             median > Duration::from_micros(1800) && median < Duration::from_micros(2300),
             "{median:?}"
         );
+    }
+
+    /// A forwarder that records the stamp of every push and asks to be
+    /// woken at `due`.
+    struct Stamps {
+        due: Instant,
+        pushed: Vec<Instant>,
+    }
+
+    impl Forwarder for Stamps {
+        fn push(&mut self, _: Direction, now: Instant, _: Vec<u8>) {
+            self.pushed.push(now);
+        }
+        fn poll_transmit(&mut self, _: Direction, _: Instant) -> Option<Vec<u8>> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            Some(self.due)
+        }
+        fn handle_timeout(&mut self, _: Instant) {}
+        fn stats(&self, _: Direction) -> CoreStats {
+            CoreStats::default()
+        }
+    }
+
+    /// An input whose first wait overruns its deadline by `overrun` (the
+    /// thread stopped), after which `n` packets are waiting; then closed.
+    struct Stalling {
+        overrun: Duration,
+        n: usize,
+        waits: usize,
+        ready: Vec<(Direction, Vec<u8>)>,
+        /// (deadline, return) of the first wait.
+        first_wait: Option<(Instant, Instant)>,
+    }
+
+    impl Input for Stalling {
+        fn wait(&mut self, deadline: Instant, _spin: Duration) {
+            self.waits += 1;
+            if self.waits == 1 {
+                std::thread::sleep(
+                    (deadline + self.overrun).saturating_duration_since(Instant::now()),
+                );
+                self.ready = vec![(Direction::Forward, vec![0x45; 40]); self.n];
+                self.first_wait = Some((deadline, Instant::now()));
+            }
+        }
+        fn next(&mut self, _: &SharedStats) -> Option<(Direction, Vec<u8>)> {
+            self.ready.pop()
+        }
+        fn closed(&self) -> bool {
+            self.waits >= 2 && self.ready.is_empty()
+        }
+    }
+
+    fn stamps_after_wait(overrun: Duration) -> (Vec<Instant>, Instant, Instant) {
+        let (_dir, writers) = pipe_writers();
+        let stats = SharedStats::default();
+        let stop = AtomicBool::new(false);
+        let mut input = Stalling {
+            overrun,
+            n: 4,
+            waits: 0,
+            ready: Vec::new(),
+            first_wait: None,
+        };
+        let fwd = forwarding_loop(
+            Stamps {
+                due: Instant::now() + Duration::from_millis(2),
+                pushed: Vec::new(),
+            },
+            &mut input,
+            &writers,
+            None,
+            &stats,
+            Pacer::default(),
+            &stop,
+        );
+        let (deadline, woke) = input.first_wait.expect("waited once");
+        (fwd.pushed, deadline, woke)
+    }
+
+    #[test]
+    fn packets_read_after_a_stall_are_spread_over_it() {
+        let (stamps, deadline, woke) = stamps_after_wait(Duration::from_millis(6));
+        assert_eq!(stamps.len(), 4);
+        let step = (woke - deadline) / 4;
+        assert!(step >= Duration::from_micros(1500), "{step:?}");
+        // Evenly spread after the missed deadline, the last one when read.
+        for (k, t) in stamps.iter().enumerate() {
+            let ideal = deadline + (woke - deadline) * (k as u32 + 1) / 4;
+            let off = if *t > ideal { *t - ideal } else { ideal - *t };
+            assert!(
+                off < step / 4,
+                "packet {k} stamped {off:?} off the even spread"
+            );
+        }
+        assert!(stamps.windows(2).all(|w| w[1] > w[0]));
+    }
+
+    #[test]
+    fn packets_read_after_a_punctual_wake_are_stamped_when_read() {
+        let (stamps, deadline, woke) = stamps_after_wait(Duration::ZERO);
+        assert_eq!(stamps.len(), 4);
+        // (Only if this wake really was punctual: the test host may stall.)
+        if woke - deadline <= STALL {
+            // Stamped when read, back to back: no spreading.
+            assert!(stamps.iter().all(|&t| t >= woke));
+            let spread = *stamps.last().unwrap() - stamps[0];
+            assert!(spread < Duration::from_micros(500), "{spread:?}");
+        }
     }
 
     #[test]
