@@ -7,11 +7,14 @@
 //!   the KA core ([`KaPorts`]) and a pass-through baseline;
 //! * [`metrics`] — Prometheus `GET /metrics`;
 //! * [`pcap`] — capture of every written packet (`LINKTYPE_RAW`);
+//! * [`host`] — how much CPU the host left us (load, CPU pressure, steal)
+//!   during a wall-clock measurement;
 //! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §4.6)
 //!   for integration tests and examples.
 
 pub mod engine;
 pub mod forwarder;
+pub mod host;
 mod input;
 mod ka;
 pub mod metrics;

@@ -23,6 +23,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+pub use ka_router::shell::host::{StealMeter, oversubscribed as host_oversubscribed};
 use ka_router::shell::testbed::{Side, Testbed, unavailable};
 use sha2::{Digest, Sha256};
 
@@ -320,85 +321,4 @@ pub fn v4(p: &[u8]) -> Option<V4> {
         offset: usize::from(flags & 0x1fff) * 8,
         protocol: p[9],
     })
-}
-
-/// True if the 1-minute load average is at least the number of CPUs, or CPU
-/// pressure (PSI "some", last 10 s) is at least 5 %: then
-/// wall-clock timing properties (bursts) say more about the host than about
-/// the code.
-pub fn host_oversubscribed() -> bool {
-    let load: f64 = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0.0);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // The 1-minute load average lags; CPU pressure (PSI) over the last 10 s
-    // says whether runnable threads — e.g. the pacing thread — actually had
-    // to wait for a CPU during the transfer that just ran.
-    let cpu_pressure_avg10: f64 = std::fs::read_to_string("/proc/pressure/cpu")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("some"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .find_map(|kv| kv.strip_prefix("avg10="))
-                })
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0.0);
-    load >= cpus as f64 || cpu_pressure_avg10 >= 5.0
-}
-
-/// CPU time the hypervisor gave to other guests ("steal", `/proc/stat`),
-/// as a fraction of all CPU time since [`StealMeter::start`].
-///
-/// On a virtual machine the host deschedules a whole virtual CPU now and
-/// then; a thread on it — even a real-time one — stops for that long. On
-/// our 2-CPU VM a `SCHED_FIFO` thread sleeping 200 µs at a time saw stalls
-/// of 3–15 ms at 1.6 % steal, and the share of packets in over-limit 2 ms
-/// windows through `ka-router --rate 20mbit` tracked steal at 0.6–0.75×
-/// over 12 runs (1.2 % at 1.7 % steal … 20 % at 27 % steal).
-pub struct StealMeter {
-    steal: u64,
-    total: u64,
-}
-
-impl StealMeter {
-    /// Snapshot now.
-    pub fn start() -> StealMeter {
-        let (steal, total) = cpu_times();
-        StealMeter { steal, total }
-    }
-
-    /// Fraction (0…1) of CPU time stolen since the snapshot; 0 where
-    /// `/proc/stat` is unreadable.
-    pub fn fraction(&self) -> f64 {
-        let (steal, total) = cpu_times();
-        let dt = total.saturating_sub(self.total);
-        if dt == 0 {
-            return 0.0;
-        }
-        steal.saturating_sub(self.steal) as f64 / dt as f64
-    }
-}
-
-/// (steal, total) jiffies from the aggregate `cpu` line of `/proc/stat`.
-fn cpu_times() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()
-        .filter(|l| l.starts_with("cpu "))
-        .map(|l| {
-            l.split_whitespace()
-                .skip(1)
-                .filter_map(|v| v.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    // user nice system idle iowait irq softirq steal guest guest_nice;
-    // guest time is already counted in user/nice.
-    let total = fields.iter().take(8).sum();
-    (fields.get(7).copied().unwrap_or(0), total)
 }
