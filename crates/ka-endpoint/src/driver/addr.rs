@@ -135,27 +135,6 @@ pub fn configure_kernel_side(dev: &str, cidr: Cidr, kernel: IpAddr) -> std::io::
     }
 }
 
-/// Sets the length of device `dev`'s transmit queue — for a TUN device,
-/// the packets the kernel has routed into it and the stack has not read yet
-/// (`ip link set dev DEV txqueuelen N`). Needs iproute2 and
-/// `CAP_NET_ADMIN`.
-pub fn set_tx_queue_len(dev: &str, packets: u32) -> std::io::Result<()> {
-    let n = packets.to_string();
-    let out = Command::new("ip")
-        .args(["link", "set", "dev", dev, "txqueuelen", &n])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| std::io::Error::new(e.kind(), format!("running `ip` (iproute2): {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!(
-            "`ip link set dev {dev} txqueuelen {n}` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

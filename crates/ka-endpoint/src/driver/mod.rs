@@ -71,7 +71,7 @@ mod shared;
 mod stats;
 mod stream;
 
-pub use addr::{Cidr, CidrError, configure_kernel_side, set_tx_queue_len};
+pub use addr::{Cidr, CidrError, configure_kernel_side};
 pub use listener::KaListener;
 pub use stats::{DriverStats, FlowSummary, LATENESS_BUCKETS_US, StreamStats};
 pub use stream::KaStream;
@@ -127,7 +127,7 @@ impl Default for DriverConfig {
             accept_backlog: 128,
             input_queue: 4096,
             mode_log_cap: 1024,
-            tun_queue_len: 4096,
+            tun_queue_len: ka_router::shell::tun::DEFAULT_TX_QUEUE_LEN,
         }
     }
 }
@@ -229,10 +229,14 @@ impl KaStack {
             ));
         }
         let mtu = u16::try_from(config.stack.tcp.mtu).unwrap_or(u16::MAX);
-        let dev = open_tun(name, &TunOptions { mtu, up: true })?;
-        if config.tun_queue_len > 0 {
-            set_tx_queue_len(name, config.tun_queue_len)?;
-        }
+        let dev = open_tun(
+            name,
+            &TunOptions {
+                mtu,
+                up: true,
+                tx_queue_len: config.tun_queue_len,
+            },
+        )?;
         if let Some(k) = kernel_addr {
             configure_kernel_side(name, addr, k)?;
         }
