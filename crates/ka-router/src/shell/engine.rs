@@ -28,8 +28,10 @@
 //! Captures (`--pcap`) go to their own thread ([`PcapRecorder`]): file I/O
 //! can stall for milliseconds and must never delay a release.
 //!
-//! Memory: one 64 KiB read buffer; the kernel's TUN queue (`txqueuelen`)
-//! holds what the thread has not read yet and drops beyond it (visible in
+//! Memory: one 64 KiB read buffer; the kernel's TUN queue (`txqueuelen`,
+//! 4096 packets unless `--tun-queue` says otherwise:
+//! [`DEFAULT_TX_QUEUE_LEN`](super::tun::DEFAULT_TX_QUEUE_LEN)) holds what the
+//! thread has not read yet and drops beyond it (`TX dropped` in
 //! `ip -s link`). The capture queue is capped ([`DEFAULT_RECORDER_CAPACITY`],
 //! dropped records counted). The cores' own queues are capped by `--queue`.
 
