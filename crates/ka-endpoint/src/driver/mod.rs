@@ -41,18 +41,18 @@
 //!   parks its waker in the connection's slot and the driver wakes it when
 //!   space frees up (level-checked after every iteration, so no wake-up is
 //!   lost between the two sides).
-//! * A tokio task reads the TUN device and queues packets on a bounded
-//!   channel (`DriverConfig::input_queue` packets, ≤ 64 KiB each; full =
-//!   drop, counted).
-//! * A dedicated thread runs the stack's clock: it waits on that channel
-//!   until the stack's `poll_timeout`, sleeping and then spinning for the
-//!   last `DriverConfig::spin` (see `engine.rs` for why not a tokio timer),
-//!   feeds packets to `handle_packet`, runs `handle_timeout`, writes
-//!   everything `poll_transmit` yields to the device, then handles events and
-//!   wakes tasks. Handles nudge it through the same channel after a
-//!   `write`, `read` or `close` so new output goes out at once.
+//! * A dedicated thread runs the stack's clock: it waits in `ppoll(2)` for
+//!   the TUN device to become readable or the stack's `poll_timeout`,
+//!   sleeping and then spinning for the last `DriverConfig::spin` (see
+//!   `engine.rs` for why not a tokio timer and why not a reader task),
+//!   reads every packet that is ready into `handle_packet`, runs
+//!   `handle_timeout`, writes everything `poll_transmit` yields to the
+//!   device, then handles events and wakes tasks. Handles ring its doorbell
+//!   (an `eventfd`) after a `write`, `read` or `close` so new output goes
+//!   out at once. Packets it has not read yet wait in the device's transmit
+//!   queue (`DriverConfig::tun_queue_len`).
 //!
-//! The thread and the task stop when the last [`KaStack`], [`KaStream`] and
+//! The thread stops when the last [`KaStack`], [`KaStream`] and
 //! [`KaListener`] are dropped; connections still open then are reset. Call
 //! [`KaStack::close`] first to let them finish gracefully.
 //!
@@ -79,11 +79,13 @@ pub use stream::KaStream;
 use crate::config::{StackConfig, TcpConfig};
 use crate::stack::{ConnectError, Stack};
 use ka_router::shell::pacing::{DEFAULT_SPIN, Pacer};
-use ka_router::shell::tun::{TunOptions, open_tun, split_tun};
+use ka_router::shell::tun::{TunOptions, open_tun};
 use shared::{Inner, ListenSlot, Owner, Shared, Slot};
 use std::collections::HashMap;
+use std::fs::File;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -106,9 +108,6 @@ pub struct DriverConfig {
     /// Established connections waiting for `accept`, per listener; beyond
     /// it new connections are reset. Default 128.
     pub accept_backlog: usize,
-    /// Packets waiting between the TUN reader and the driver thread;
-    /// beyond it packets are dropped (counted). Default 4096.
-    pub input_queue: usize,
     /// Mode changes remembered per stream for [`StreamStats`]. Default 1024.
     pub mode_log_cap: usize,
     /// Transmit-queue length [`KaStack::open`] gives the device: packets the
@@ -125,7 +124,6 @@ impl Default for DriverConfig {
             stack: StackConfig::default(),
             spin: DEFAULT_SPIN,
             accept_backlog: 128,
-            input_queue: 4096,
             mode_log_cap: 1024,
             tun_queue_len: ka_router::shell::tun::DEFAULT_TX_QUEUE_LEN,
         }
@@ -138,6 +136,18 @@ impl Default for DriverConfig {
 pub struct KaStack {
     owner: Arc<Owner>,
     local: IpAddr,
+    /// The device's name and its kernel drop count when the stack started.
+    device: Option<(String, u64)>,
+}
+
+/// Packets the kernel dropped in front of device `name`'s reader (its
+/// transmit queue was full): `tx_dropped` in sysfs.
+fn tx_dropped(name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{name}/statistics/tx_dropped"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn connect_error(e: ConnectError) -> io::Error {
@@ -154,11 +164,14 @@ fn connect_error(e: ConnectError) -> io::Error {
 impl KaStack {
     /// Runs a stack with address `local` on an open TUN device (e.g. from
     /// [`ka_router::shell::tun::open_tun`]: layer 3, no packet-information
-    /// header, offloads off). Must be called inside a tokio runtime (the
-    /// device reader is a task on it); starts the driver thread.
+    /// header, offloads off); starts the driver thread. The streams it
+    /// makes are tokio-friendly (`AsyncRead`/`AsyncWrite`) but need no
+    /// particular runtime.
     pub fn new(tun: SyncDevice, local: IpAddr, config: DriverConfig) -> io::Result<Self> {
-        let handles = split_tun(tun)?;
-        let (tx, rx) = std::sync::mpsc::sync_channel(config.input_queue.max(16));
+        let device = File::from(tun.as_fd().try_clone_to_owned()?);
+        let writer = File::from(tun.as_fd().try_clone_to_owned()?);
+        let name = tun.name().ok();
+        let tx_dropped_at_start = name.as_deref().and_then(tx_dropped).unwrap_or(0);
         let send_buffer = config.stack.tcp.send_buffer;
         let inner = Inner {
             stack: Stack::new(config.stack, Instant::now()),
@@ -173,28 +186,23 @@ impl KaStack {
         };
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
-            tx: tx.clone(),
+            bell: engine::Doorbell::new()?,
             kick_pending: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
         });
-        let reader = tokio::spawn(engine::reader(
-            handles.reader,
-            tx,
-            shared.clone(),
-            config.stack.tcp.mtu,
-        ));
         let thread_shared = shared.clone();
         let pacer = Pacer::new(config.spin);
-        let writer = handles.writer;
         std::thread::Builder::new()
             .name("ka-endpoint-driver".into())
-            .spawn(move || engine::run(thread_shared, rx, writer, pacer))?;
+            .spawn(move || {
+                // Keeps the device attached for as long as the thread runs.
+                let _tun = tun;
+                engine::run(thread_shared, device, writer, pacer)
+            })?;
         Ok(KaStack {
-            owner: Arc::new(Owner {
-                shared,
-                reader: reader.abort_handle(),
-            }),
+            owner: Arc::new(Owner { shared }),
             local,
+            device: name.map(|n| (n, tx_dropped_at_start)),
         })
     }
 
@@ -301,9 +309,13 @@ impl KaStack {
 
     /// Driver and stack counters.
     pub fn stats(&self) -> DriverStats {
+        let input_dropped = self.device.as_ref().map_or(0, |(name, at_start)| {
+            tx_dropped(name).map_or(0, |n| n.saturating_sub(*at_start))
+        });
         let inner = self.shared().lock();
         DriverStats {
             stack: inner.stack.stats(),
+            input_dropped,
             ..inner.stats
         }
     }

@@ -3,26 +3,15 @@
 //! mutex, plus per-connection bookkeeping ([`Slot`]) with the wakers of
 //! pending reads, writes, connects and shutdowns.
 
+use super::engine::Doorbell;
 use super::stats::{DriverStats, StreamStats};
 use crate::conn::{CloseReason, ConnStats, Event, ModeChange, State};
 use crate::stack::{ConnHandle, Stack};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Instant;
-
-/// What the reader task and the handles send to the driver thread.
-#[derive(Debug)]
-pub(crate) enum Msg {
-    /// One IP packet read from the TUN device.
-    Packet(Vec<u8>),
-    /// Something changed (a write, read, close …): run an iteration.
-    Kick,
-    /// The TUN device failed for good.
-    Fatal(String),
-}
 
 /// Per-connection bookkeeping on the driver side.
 #[derive(Debug)]
@@ -350,8 +339,10 @@ impl Inner {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub inner: Mutex<Inner>,
-    pub tx: SyncSender<Msg>,
-    /// A `Kick` is already on its way (coalesces kicks).
+    /// Wakes the driver thread.
+    pub bell: Doorbell,
+    /// The bell has been rung and the thread has not served it yet
+    /// (coalesces kicks).
     pub kick_pending: AtomicBool,
     /// The last user handle is gone: the driver thread stops.
     pub stopping: AtomicBool,
@@ -364,12 +355,11 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Asks the driver thread for an iteration (coalesced).
+    /// Asks the driver thread for an iteration (coalesced: every iteration
+    /// serves every connection).
     pub fn kick(&self) {
         if !self.kick_pending.swap(true, Ordering::AcqRel) {
-            // If the queue is full the driver is busy and will run an
-            // iteration anyway; every iteration serves every connection.
-            let _ = self.tx.try_send(Msg::Kick);
+            self.bell.ring();
         }
     }
 }
@@ -378,14 +368,12 @@ impl Shared {
 #[derive(Debug)]
 pub(crate) struct Owner {
     pub shared: Arc<Shared>,
-    pub reader: tokio::task::AbortHandle,
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.reader.abort();
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.kick_pending.store(true, Ordering::Release);
-        let _ = self.shared.tx.try_send(Msg::Kick);
+        self.shared.bell.ring();
     }
 }

@@ -12,7 +12,9 @@ pub struct DriverStats {
     pub packets_in: u64,
     /// Packets the stack produced (written or failed).
     pub packets_out: u64,
-    /// Packets dropped because the driver's input queue was full.
+    /// Packets the kernel dropped in front of the driver because the TUN
+    /// device's transmit queue (`DriverConfig::tun_queue_len`) was full —
+    /// the device's `tx_dropped` since the stack started.
     pub input_dropped: u64,
     /// Failed TUN reads.
     pub read_errors: u64,

@@ -17,9 +17,9 @@ use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use tun_rs::SyncDevice;
 
+use super::pacing::{PollFd, PollFlags, wait_readable};
 use super::stats::{Direction, SharedStats};
 use super::tun::MAX_PACKET;
 
@@ -83,54 +83,31 @@ impl TunInput {
             None => true,
         }
     }
-
-    /// `ppoll` on the usable devices, at most `timeout` (`None`: return at
-    /// once). Returns whether one is readable.
-    fn poll_devices(&mut self, timeout: Duration, now: Instant) -> bool {
-        let use0 = self.usable(0, now);
-        let use1 = self.usable(1, now);
-        let [d0, d1] = &self.devices;
-        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
-        if use0 {
-            fds.push(PollFd::new(d0, PollFlags::IN));
-        }
-        if use1 {
-            fds.push(PollFd::new(d1, PollFlags::IN));
-        }
-        if fds.is_empty() {
-            // Both devices are backing off: just sleep.
-            std::thread::sleep(timeout.min(ERROR_BACKOFF));
-            return false;
-        }
-        let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
-            tv_sec: i64::MAX,
-            tv_nsec: 0,
-        });
-        // EINTR and friends: report "maybe readable"; `next` finds out.
-        poll(&mut fds, Some(&ts)).map_or(true, |n| n > 0)
-    }
 }
 
 impl Input for TunInput {
     fn wait(&mut self, deadline: Instant, spin: Duration) {
         let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        let remaining = deadline - now;
-        if let Some(sleep) = super::pacing::sleep_part(remaining, spin)
-            && self.poll_devices(sleep, now)
-        {
-            return;
-        }
-        // Spin: poll without sleeping until a packet or the deadline.
-        loop {
-            let now = Instant::now();
-            if now >= deadline || self.poll_devices(Duration::ZERO, now) {
-                return;
-            }
-            std::hint::spin_loop();
-        }
+        let use0 = self.usable(0, now);
+        let use1 = self.usable(1, now);
+        let [d0, d1] = &self.devices;
+        let mut all = [
+            PollFd::new(d0, PollFlags::IN),
+            PollFd::new(d1, PollFlags::IN),
+        ];
+        let fds: &mut [PollFd<'_>] = match (use0, use1) {
+            (true, true) => &mut all,
+            (true, false) => all.get_mut(..1).unwrap_or_default(),
+            (false, true) => all.get_mut(1..).unwrap_or_default(),
+            (false, false) => &mut [],
+        };
+        // A device backing off is looked at again when its backoff ends.
+        let deadline = if use0 && use1 {
+            deadline
+        } else {
+            deadline.min(now + ERROR_BACKOFF)
+        };
+        wait_readable(fds, Some(deadline), spin);
     }
 
     fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {

@@ -19,6 +19,9 @@
 
 use std::io;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+
+pub use rustix::event::{PollFd, PollFlags};
+use rustix::event::{Timespec, poll};
 use std::time::{Duration, Instant};
 
 /// Default spin margin: none. The pacing threads sleep with 1 ns timer
@@ -42,6 +45,51 @@ pub const SHORT_WAIT: Duration = Duration::from_micros(50);
 /// deadline: nothing for a short wait, else `remaining − spin`.
 pub fn sleep_part(remaining: Duration, spin: Duration) -> Option<Duration> {
     (remaining > spin.max(SHORT_WAIT)).then(|| remaining - spin)
+}
+
+/// Waits until one of `fds` is readable or `deadline` has come (`None`: no
+/// deadline): sleeps in `ppoll(2)` (nanosecond timeout) until `spin` before
+/// the deadline — waits of at most [`SHORT_WAIT`] are not slept at all —
+/// then polls without sleeping. Never returns `false` before the deadline.
+///
+/// Returns `true` if a descriptor is readable or reports an error or
+/// hang-up (or the wait was interrupted: the caller's non-blocking read
+/// finds out), `false` once the deadline has passed. Each `PollFd` should
+/// ask for [`PollFlags::IN`]. The pacing threads of the router and of the
+/// endpoint driver both wait here.
+pub fn wait_readable(fds: &mut [PollFd<'_>], deadline: Option<Instant>, spin: Duration) -> bool {
+    let ready = |fds: &mut [PollFd<'_>], timeout: Option<&Timespec>| {
+        poll(fds, timeout).map_or(true, |n| n > 0)
+    };
+    let Some(deadline) = deadline else {
+        return ready(fds, None);
+    };
+    let now = Instant::now();
+    if now >= deadline {
+        return false;
+    }
+    if let Some(sleep) = sleep_part(deadline - now, spin) {
+        let ts = Timespec::try_from(sleep).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        if ready(fds, Some(&ts)) {
+            return true;
+        }
+    }
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        if ready(fds, Some(&zero)) {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
 }
 
 /// Makes the calling thread's timed waits wake on time: sets its timer
@@ -241,6 +289,32 @@ mod tests {
         assert_eq!(stall_stamp(t0 + ms(8), t0, 0, 3), t0);
         assert_eq!(stall_stamp(t0, t0 + ms(8), 5, 3), t0 + ms(8));
         assert_eq!(stall_stamp(t0, t0 + ms(8), 0, 0), t0 + ms(8));
+    }
+
+    #[test]
+    fn wait_readable_sees_data_and_meets_deadlines() {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(5);
+        let mut fds = [PollFd::new(&b, PollFlags::IN)];
+        assert!(!wait_readable(&mut fds, Some(deadline), Duration::ZERO));
+        assert!(Instant::now() >= deadline, "never returns early");
+        // Past deadline: at once.
+        assert!(!wait_readable(
+            &mut fds,
+            Some(Instant::now()),
+            Duration::ZERO
+        ));
+        a.write_all(b"x").unwrap();
+        let far = Instant::now() + Duration::from_secs(30);
+        let t = Instant::now();
+        assert!(wait_readable(&mut fds, Some(far), Duration::ZERO));
+        assert!(wait_readable(&mut fds, None, Duration::from_micros(200)));
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "readable ends the wait"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Counters shared between the reader tasks, the pacing thread and the
+//! Counters shared between the forwarding thread and the
 //! metrics endpoint.
 
 use std::sync::atomic::{AtomicU64, Ordering};

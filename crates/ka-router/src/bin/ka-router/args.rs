@@ -267,7 +267,17 @@ mod tests {
             ("kt0", "kt1", 1500)
         );
         assert_eq!(s.tun.tx_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
-        let q = parse(&["--in", "a", "--out", "b", "--rate", "1gbit", "--tun-queue", "0"]).unwrap();
+        let q = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "1gbit",
+            "--tun-queue",
+            "0",
+        ])
+        .unwrap();
         assert_eq!(q.shell_config().tun.tx_queue_len, 0);
     }
 
