@@ -321,7 +321,8 @@ fn epochs(r: &RunResult) -> Vec<(f64, f64, bool)> {
     v
 }
 
-fn tracked(r: &RunResult, kind: FlowKind) -> Vec<u32> {
+/// Tracked flows of a kind, by id.
+pub(crate) fn tracked(r: &RunResult, kind: FlowKind) -> Vec<u32> {
     r.flows
         .iter()
         .filter(|f| f.tracked && f.kind == kind)

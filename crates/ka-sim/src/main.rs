@@ -6,13 +6,12 @@
 //! ka-sim sweep FILE.toml --out DIR [--jobs N] [--shard i/N]
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use ka_sim::paper::{self, Figure};
-use ka_sim::scenario::Scenario;
 use ka_sim::sweep::{self, Shard};
 use ka_sim::{report, sim};
 
@@ -34,29 +33,15 @@ enum Cmd {
     Paper {
         /// fig2, fig3, fig4, fig5 or fig7.
         figure: Figure,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
-        /// Seed (default: the scenario's, 1).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Simulated seconds (default: the paper's).
-        #[arg(long)]
-        duration: Option<f64>,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Run one scenario file.
     Run {
         /// Scenario TOML.
         file: PathBuf,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
-        /// Override the seed.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Override the duration, seconds.
-        #[arg(long)]
-        duration: Option<f64>,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Run a parameter grid (a scenario file with a `[sweep]` table).
     Sweep {
@@ -75,16 +60,31 @@ enum Cmd {
     },
 }
 
+/// Output directory and overrides of `paper` and `run`.
+#[derive(Args)]
+struct RunArgs {
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Override the seed (default: the scenario's; the paper's use 1).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override the simulated seconds (default: the scenario's; for
+    /// `paper`, the paper's).
+    #[arg(long)]
+    duration: Option<f64>,
+}
+
+fn read(file: &Path) -> Result<String> {
+    std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Paper {
-            figure,
-            out,
-            seed,
-            duration,
-        } => {
-            paper::run_figure(figure, &out, seed, duration, true)?;
+        Cmd::Paper { figure, run } => {
+            let out = run.out;
+            paper::run_figure(figure, &out, run.seed, run.duration, true)?;
             eprintln!(
                 "plots: {} (combined) and {}/<variant>/{{timeseries,fct}}.svg",
                 out.join(format!("{figure}.svg")).display(),
@@ -95,22 +95,8 @@ fn main() -> Result<()> {
                 out.join(format!("{figure}.json")).display()
             );
         }
-        Cmd::Run {
-            file,
-            out,
-            seed,
-            duration,
-        } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let mut s = Scenario::from_toml(&text)?;
-            if let Some(seed) = seed {
-                s.seed = seed;
-            }
-            if let Some(d) = duration {
-                s.duration_s = d;
-            }
-            s.validate()?;
+        Cmd::Run { file, run } => {
+            let s = paper::scenario(&read(&file)?, run.seed, run.duration)?;
             let label = if s.variant.is_empty() {
                 s.name.clone()
             } else {
@@ -118,7 +104,7 @@ fn main() -> Result<()> {
             };
             let mut progress = sim::Progress::new(&label);
             let r = sim::run_scenario(&s, Some(&mut progress))?;
-            let sum = report::write_all(&out, &r, serde_json::Value::Null)?;
+            let sum = report::write_all(&run.out, &r, serde_json::Value::Null)?;
             eprintln!("{}", report::one_line(&sum));
         }
         Cmd::Sweep {
@@ -127,9 +113,7 @@ fn main() -> Result<()> {
             jobs,
             shard,
         } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let grid = sweep::Grid::from_toml(&text)?;
+            let grid = sweep::Grid::from_toml(&read(&file)?)?;
             if grid.points() == 0 {
                 bail!("empty sweep");
             }

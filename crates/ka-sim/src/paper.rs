@@ -15,6 +15,7 @@ use std::str::FromStr;
 
 use serde_json::{Value, json};
 
+use crate::claims::tracked;
 use crate::engine::to_secs;
 use crate::metrics::{self, Metric};
 use crate::plot::{self, Curve, Panel};
@@ -89,7 +90,8 @@ pub fn variants(fig: Figure) -> Vec<(&'static str, &'static str)> {
     }
 }
 
-/// The scenario of one variant, with optional seed and duration overrides.
+/// The scenario of one variant (or any scenario TOML), with optional seed
+/// and duration overrides, validated after them.
 pub fn scenario(
     toml_text: &str,
     seed: Option<u64>,
@@ -198,15 +200,6 @@ fn figure_title(fig: Figure) -> String {
 /// Mean of a series over bins ending in `(from, to]`.
 fn mean_in(r: &RunResult, metric: Metric, entity: &str, from: f64, to: f64) -> Option<f64> {
     r.series.mean_between(metric, entity, from, to)
-}
-
-/// Tracked flows of a kind, by id.
-fn tracked(r: &RunResult, kind: FlowKind) -> Vec<u32> {
-    r.flows
-        .iter()
-        .filter(|f| f.tracked && f.kind == kind)
-        .map(|f| f.id)
-        .collect()
 }
 
 /// Mean throughput (bit/s) of the given flows' bins ending in `(from, to]`.
@@ -399,19 +392,6 @@ fn fct_curve(r: &RunResult, label: &str, group: &str) -> Curve {
     }
 }
 
-fn fct_panel(title: &str, curves: Vec<Curve>) -> Panel {
-    Panel {
-        title: title.into(),
-        x_label: "flow size (packets)".into(),
-        y_label: "mean FCT (s)".into(),
-        curves,
-        log_x: true,
-        log_y: true,
-        markers: true,
-        ..Panel::default()
-    }
-}
-
 /// The panels of the combined figure.
 pub fn combined_panels(fig: Figure, results: &[(&str, RunResult)]) -> Vec<Panel> {
     let time = |title: &str, y: &str, curves: Vec<Curve>, shade: Vec<(f64, f64)>| Panel {
@@ -487,7 +467,7 @@ pub fn combined_panels(fig: Figure, results: &[(&str, RunResult)]) -> Vec<Panel>
                 .iter()
                 .filter_map(|(v, label)| find(results, v).map(|r| fct_curve(r, label, v)))
                 .collect();
-            vec![fct_panel("Mean flow completion time", curves)]
+            vec![report::fct_size_panel(curves)]
         }
         Figure::Fig4 => {
             let mut curves = Vec::new();
@@ -498,7 +478,7 @@ pub fn combined_panels(fig: Figure, results: &[(&str, RunResult)]) -> Vec<Panel>
                 curves.push(fct_curve(r, "TCP shared", "tcp"));
                 curves.push(fct_curve(r, "KA shared", "ka"));
             }
-            vec![fct_panel("Mean flow completion time", curves)]
+            vec![report::fct_size_panel(curves)]
         }
         Figure::Fig5 | Figure::Fig7 => {
             let Some(r) = find(results, "mixed") else {

@@ -124,6 +124,12 @@ pub fn fct_panel(r: &RunResult) -> Panel {
             points: plot::fct_by_size(r.flows.iter().filter(|f| f.group == gi)),
         })
         .collect();
+    fct_size_panel(curves)
+}
+
+/// The "Mean flow completion time" panel (log-log, mean FCT against flow
+/// size) over `curves`.
+pub(crate) fn fct_size_panel(curves: Vec<Curve>) -> Panel {
     Panel {
         title: "Mean flow completion time".into(),
         x_label: "flow size (packets)".into(),

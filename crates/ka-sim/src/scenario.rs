@@ -578,22 +578,18 @@ impl Scenario {
             {
                 return bad(format!("group {}: bad rtt range", g.name));
             }
-            match &g.workload {
+            let sizes = match &g.workload {
                 Workload::OnOff { off_mean_s, sizes } => {
                     if !(off_mean_s.is_finite() && *off_mean_s >= 0.0) {
                         return bad(format!("group {}: off_mean_s must be >= 0", g.name));
                     }
-                    sizes
-                        .build()
-                        .map_err(|e| ScenarioError::Invalid(format!("group {}: {e}", g.name)))?;
+                    Some(sizes)
                 }
                 Workload::Poisson { load, sizes } => {
                     if !(load.is_finite() && *load > 0.0 && *load < 1.0) {
                         return bad(format!("group {}: load must be in (0, 1)", g.name));
                     }
-                    sizes
-                        .build()
-                        .map_err(|e| ScenarioError::Invalid(format!("group {}: {e}", g.name)))?;
+                    Some(sizes)
                 }
                 Workload::LongLived {
                     start_s,
@@ -616,7 +612,13 @@ impl Scenario {
                             g.name
                         ));
                     }
+                    None
                 }
+            };
+            if let Some(sizes) = sizes {
+                sizes
+                    .build()
+                    .map_err(|e| ScenarioError::Invalid(format!("group {}: {e}", g.name)))?;
             }
         }
         Ok(())

@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+use support::{ScenarioToml, on_off};
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ka-sim-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -17,24 +20,13 @@ fn ka_sim(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-const TINY: &str = r#"
-name = "tiny"
-duration_s = 1.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 10.0
-rtt_ms = 20.0
-queue_pkts = 50
-[[group]]
-name = "ka"
-kind = "ka"
-count = 2
-track = 1
-[group.workload]
-type = "on-off"
-off_mean_s = 0.1
-sizes = { min_pkts = 1, max_pkts = 50, shape = 1.5, mean_pkts = 10 }
-"#;
+/// A 1 s run of two on-off KA senders on a 10 Mbit/s dumbbell.
+fn tiny() -> String {
+    ScenarioToml::new("tiny", 1.0)
+        .dumbbell(10.0, 20.0, 50, "ka")
+        .group("ka", "ka", 2, 1, &on_off(0.1, [1.0, 50.0], 1.5, 10.0))
+        .text()
+}
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
@@ -45,7 +37,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 #[test]
 fn run_writes_every_output() {
     let d = tmp("run");
-    let file = write(&d, "tiny.toml", TINY);
+    let file = write(&d, "tiny.toml", &tiny());
     let out = d.join("out");
     let o = ka_sim(&["run", &file, "--out", out.to_str().unwrap(), "--seed", "3"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -73,7 +65,7 @@ fn bad_input_fails_with_a_message() {
     let file = write(
         &d,
         "bad.toml",
-        &TINY.replace("count = 2", "count = 2\nbogus = 1"),
+        &tiny().replace("count = 2", "count = 2\nbogus = 1"),
     );
     let o = ka_sim(&["run", &file, "--out", d.join("o").to_str().unwrap()]);
     assert!(!o.status.success());
@@ -86,7 +78,7 @@ fn bad_input_fails_with_a_message() {
 #[test]
 fn sweep_shards_cover_the_grid_once() {
     let d = tmp("sweep");
-    let text = format!("{TINY}\n[sweep]\nseed = [1, 2, 3]\n");
+    let text = format!("{}\n[sweep]\nseed = [1, 2, 3]\n", tiny());
     let file = write(&d, "sweep.toml", &text);
     let out = d.join("out");
     let o = out.to_str().unwrap();

@@ -5,6 +5,9 @@ use ka_sim::metrics::Metric;
 use ka_sim::scenario::Scenario;
 use ka_sim::sim::{RunResult, run_scenario};
 
+mod support;
+use support::{ScenarioToml, long_lived, on_off};
+
 fn scenario(text: &str) -> Scenario {
     Scenario::from_toml(text).unwrap()
 }
@@ -34,25 +37,12 @@ fn quantized_goodput(bps: f64) -> f64 {
 fn one_ka_flow_reaches_capacity_within_a_few_rtts() {
     // R₀ = C (initial_frac = 1): the first signal already carries C, so the
     // flow must be paced at C right after it. 20 Mbit/s, RTT 40 ms.
-    let r = run(r#"
-name = "one-flow"
-duration_s = 1.5
-bin_s = 0.04
-[topology]
-kind = "dumbbell"
-capacity_mbps = 20.0
-rtt_ms = 40.0
-queue_pkts = 100
-[router]
-initial_frac = 1.0
-[[group]]
-name = "ka"
-kind = "ka"
-count = 1
-track = 1
-[group.workload]
-type = "long-lived"
-"#);
+    let r = run(&ScenarioToml::new("one-flow", 1.5)
+        .set("bin_s = 0.04")
+        .dumbbell(20.0, 40.0, 100, "ka")
+        .router("initial_frac = 1.0")
+        .group("ka", "ka", 1, 1, &long_lived(""))
+        .text());
     // C = 2500 B/ms encodes as L = 672, R(672) = 2369 B/ms (94.8 % of C).
     let c = quantized_goodput(20e6);
     assert!(c > 0.93 * 20e6 * PAYLOAD && c < 20e6 * PAYLOAD);
@@ -88,22 +78,10 @@ fn one_ka_flow_with_paper_defaults_converges_to_capacity() {
     // Default R₀ = 5 % of C: R follows dR/dt ≈ R·α(C − R)/(C·d), a logistic
     // curve with time constant d/α = 1 s (d = 100 ms until indicators pull
     // it down), so 5 % → 95 % of C takes about 6 s.
-    let r = run(r#"
-name = "one-flow-default"
-duration_s = 10.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 20.0
-rtt_ms = 40.0
-queue_pkts = 100
-[[group]]
-name = "ka"
-kind = "ka"
-count = 1
-track = 1
-[group.workload]
-type = "long-lived"
-"#);
+    let r = run(&ScenarioToml::new("one-flow-default", 10.0)
+        .dumbbell(20.0, 40.0, 100, "ka")
+        .group("ka", "ka", 1, 1, &long_lived(""))
+        .text());
     let c = quantized_goodput(20e6);
     assert!(
         rate(&r, 0, 0.2, 0.4) < 0.2 * c,
@@ -118,23 +96,10 @@ type = "long-lived"
 
 #[test]
 fn n_ka_flows_share_within_five_percent() {
-    let r = run(r#"
-name = "share"
-duration_s = 8.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 40.0
-rtt_ms = 40.0
-queue_pkts = 200
-[[group]]
-name = "ka"
-kind = "ka"
-count = 4
-track = 4
-[group.workload]
-type = "long-lived"
-stagger_s = 0.5
-"#);
+    let r = run(&ScenarioToml::new("share", 8.0)
+        .dumbbell(40.0, 40.0, 200, "ka")
+        .group("ka", "ka", 4, 4, &long_lived("stagger_s = 0.5"))
+        .text());
     let rates: Vec<f64> = (0..4).map(|f| rate(&r, f, 5.0, 8.0)).collect();
     let mean = rates.iter().sum::<f64>() / 4.0;
     for (i, &x) in rates.iter().enumerate() {
@@ -158,36 +123,19 @@ stagger_s = 0.5
     assert!(q < 20.0, "mean queue {q}");
 }
 
-const ON_OFF: &str = r#"
-name = "light"
-duration_s = 10.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 50.0
-rtt_ms = 40.0
-queue_pkts = 200
-port = "ka"
-[[group]]
-name = "ka"
-kind = "ka"
-count = 6
-[group.workload]
-type = "on-off"
-off_mean_s = 0.3
-sizes = { min_pkts = 1, max_pkts = 400, shape = 1.8, mean_pkts = 40 }
-[[group]]
-name = "tcp"
-kind = "tcp-newreno"
-count = 6
-[group.workload]
-type = "on-off"
-off_mean_s = 0.3
-sizes = { min_pkts = 1, max_pkts = 400, shape = 1.8, mean_pkts = 40 }
-"#;
+/// Light load: six on-off KA senders and six on-off TCP senders.
+fn on_off_mix() -> String {
+    let sizes = on_off(0.3, [1.0, 400.0], 1.8, 40.0);
+    ScenarioToml::new("light", 10.0)
+        .dumbbell(50.0, 40.0, 200, "ka")
+        .group("ka", "ka", 6, 0, &sizes)
+        .group("tcp", "tcp-newreno", 6, 0, &sizes)
+        .text()
+}
 
 #[test]
 fn sized_flows_complete_and_ka_beats_tcp_on_large_flows() {
-    let r = run(ON_OFF);
+    let r = run(&on_off_mix());
     assert!(r.flows.len() > 50, "{} flows", r.flows.len());
     let done: Vec<_> = r.flows.iter().filter(|f| f.end.is_some()).collect();
     assert!(
@@ -235,7 +183,7 @@ fn sized_flows_complete_and_ka_beats_tcp_on_large_flows() {
 
 #[test]
 fn runs_are_byte_identical_files() {
-    let s = scenario(ON_OFF);
+    let s = scenario(&on_off_mix());
     let base = std::env::temp_dir().join(format!("ka-sim-det-{}", std::process::id()));
     let mut outs = Vec::new();
     for i in 0..2 {
@@ -278,7 +226,7 @@ fn runs_are_byte_identical_files() {
 
 #[test]
 fn a_different_seed_gives_different_flows() {
-    let mut s = scenario(ON_OFF);
+    let mut s = scenario(&on_off_mix());
     s.duration_s = 2.0;
     let a = run_scenario(&s, None).unwrap();
     s.seed = 2;
@@ -289,28 +237,11 @@ fn a_different_seed_gives_different_flows() {
 
 #[test]
 fn long_lived_epochs_start_and_stop_on_time() {
-    let r = run(r#"
-name = "epochs"
-duration_s = 3.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 20.0
-rtt_ms = 20.0
-queue_pkts = 100
-port = "droptail"
-[[group]]
-name = "tcp"
-kind = "tcp-cubic"
-count = 2
-track = 2
-[group.workload]
-type = "long-lived"
-start_s = 0.5
-stagger_s = 0.1
-on_s = 0.5
-period_s = 1.0
-repeat = 2
-"#);
+    let epochs = "start_s = 0.5\nstagger_s = 0.1\non_s = 0.5\nperiod_s = 1.0\nrepeat = 2";
+    let r = run(&ScenarioToml::new("epochs", 3.0)
+        .dumbbell(20.0, 20.0, 100, "droptail")
+        .group("tcp", "tcp-cubic", 2, 2, &long_lived(epochs))
+        .text());
     let starts: Vec<u64> = r.flows.iter().map(|f| f.start).collect();
     assert_eq!(
         starts,
@@ -343,33 +274,18 @@ repeat = 2
 fn ka_router_switches_to_tcp_mode_while_tcp_cross_traffic_lasts() {
     // Paper Fig. 5 in miniature: KA flows alone, then with TCP flows that
     // ignore the signal and fill the queue, then alone again.
-    let r = run(r#"
-name = "mini-fig5"
-duration_s = 16.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 20.0
-rtt_ms = 40.0
-queue_pkts = 100
-[router]
-initial_frac = 0.1
-[[group]]
-name = "ka"
-kind = "ka"
-count = 8
-track = 8
-[group.workload]
-type = "long-lived"
-stagger_s = 0.2
-[[group]]
-name = "tcp"
-kind = "tcp-newreno"
-count = 8
-[group.workload]
-type = "long-lived"
-start_s = 6.0
-on_s = 4.0
-"#);
+    let r = run(&ScenarioToml::new("mini-fig5", 16.0)
+        .dumbbell(20.0, 40.0, 100, "ka")
+        .router("initial_frac = 0.1")
+        .group("ka", "ka", 8, 8, &long_lived("stagger_s = 0.2"))
+        .group(
+            "tcp",
+            "tcp-newreno",
+            8,
+            0,
+            &long_lived("start_s = 6.0\non_s = 4.0"),
+        )
+        .text());
     let mode = |a: f64, b: f64| {
         r.series
             .mean_between(Metric::KaMode, "port:bottleneck", a, b)
@@ -406,28 +322,11 @@ on_s = 4.0
 #[test]
 fn native_rcp_is_one_rtt_ahead_of_ka() {
     let text = |port: &str, kind: &str| {
-        format!(
-            r#"
-name = "rcp-vs-ka"
-duration_s = 6.0
-[topology]
-kind = "dumbbell"
-capacity_mbps = 20.0
-rtt_ms = 40.0
-queue_pkts = 100
-port = "{port}"
-[router]
-initial_frac = 1.0
-[[group]]
-name = "g"
-kind = "{kind}"
-count = 2
-[group.workload]
-type = "on-off"
-off_mean_s = 0.2
-sizes = {{ min_pkts = 12, max_pkts = 40, shape = 1.8, mean_pkts = 20 }}
-"#
-        )
+        ScenarioToml::new("rcp-vs-ka", 6.0)
+            .dumbbell(20.0, 40.0, 100, port)
+            .router("initial_frac = 1.0")
+            .group("g", kind, 2, 0, &on_off(0.2, [12.0, 40.0], 1.8, 20.0))
+            .text()
     };
     let mean = |r: &RunResult| {
         let v: Vec<f64> = r

@@ -564,18 +564,7 @@ impl<N: Node> Engine<N> {
             self.pool.put(packet);
             return;
         }
-        let slot = &mut self.nodes[to];
-        let mut ctx = Ctx {
-            now: self.now,
-            clock: self.clock,
-            ifaces: &slot.ifaces,
-            links: &mut self.links,
-            queue: &mut self.queue,
-            pool: &mut self.pool,
-            stats: &mut self.stats,
-            shared: &mut self.shared,
-        };
-        slot.node.handle_packet(&mut ctx, iface, packet);
+        self.with_node(to, |node, ctx| node.handle_packet(ctx, iface, packet));
         self.rearm(to);
     }
 
@@ -604,21 +593,27 @@ impl<N: Node> Engine<N> {
                     .push(now, at, Ev::Timer(n as u32, slot.generation));
                 return;
             }
-            let mut ctx = Ctx {
-                now,
-                clock: self.clock,
-                ifaces: &slot.ifaces,
-                links: &mut self.links,
-                queue: &mut self.queue,
-                pool: &mut self.pool,
-                stats: &mut self.stats,
-                shared: &mut self.shared,
-            };
-            slot.node.handle_timeout(&mut ctx);
+            self.with_node(n, |node, ctx| node.handle_timeout(ctx));
         } else {
             self.stats.early_timers += 1;
         }
         self.rearm(n);
+    }
+
+    /// Runs `f` on node `n` with its view of the engine at the current time.
+    fn with_node(&mut self, n: usize, f: impl FnOnce(&mut N, &mut Ctx<'_, N::Shared>)) {
+        let slot = &mut self.nodes[n];
+        let mut ctx = Ctx {
+            now: self.now,
+            clock: self.clock,
+            ifaces: &slot.ifaces,
+            links: &mut self.links,
+            queue: &mut self.queue,
+            pool: &mut self.pool,
+            stats: &mut self.stats,
+            shared: &mut self.shared,
+        };
+        f(&mut slot.node, &mut ctx);
     }
 
     fn rearm(&mut self, n: usize) {
