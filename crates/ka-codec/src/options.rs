@@ -201,41 +201,14 @@ impl KaOption {
     /// length, ExID `0x4B41` (else [`OptionError::UnknownExId`]), length 4
     /// or 6, and for KA-Rate the code range.
     pub fn parse(opt: &[u8]) -> Result<KaOption, OptionError> {
-        let (&kind, rest) = opt.split_first().ok_or(OptionError::Truncated)?;
-        if kind != KIND_EXPERIMENTAL {
-            return Err(OptionError::WrongKind(kind));
-        }
-        let &len = rest.first().ok_or(OptionError::Truncated)?;
-        if len < 4 {
-            return Err(OptionError::BadLength(len));
-        }
-        let declared = usize::from(len);
-        if opt.len() < declared {
-            return Err(OptionError::Truncated);
-        }
-        if opt.len() > declared {
-            return Err(OptionError::TrailingBytes {
-                declared: len,
-                actual: opt.len(),
-            });
-        }
-        match *opt {
-            [_, _, hi, lo, ref body @ ..] => {
-                let exid = u16::from_be_bytes([hi, lo]);
-                if exid != KA_EXID {
-                    return Err(OptionError::UnknownExId(exid));
-                }
-                match *body {
-                    [] => Ok(KaOption::Permitted),
-                    [code, count] => {
-                        check_code(code)?;
-                        Ok(KaOption::Rate(KaRate { code, count }))
-                    }
-                    _ => Err(OptionError::BadLength(len)),
-                }
+        let (len, body) = split_experimental(opt, KA_EXID)?;
+        match *body {
+            [] => Ok(KaOption::Permitted),
+            [code, count] => {
+                check_code(code)?;
+                Ok(KaOption::Rate(KaRate { code, count }))
             }
-            // Unreachable: opt.len() == len ≥ 4.
-            _ => Err(OptionError::Truncated),
+            _ => Err(OptionError::BadLength(len)),
         }
     }
 
@@ -331,10 +304,7 @@ impl RcpTcpOption {
     /// slice length, ExID `0x4B52` (else [`OptionError::UnknownExId`]),
     /// then length 4 or 8.
     pub fn parse(opt: &[u8]) -> Result<RcpTcpOption, OptionError> {
-        let (len, exid, body) = split_experimental(opt)?;
-        if exid != RCP_EXID {
-            return Err(OptionError::UnknownExId(exid));
-        }
+        let (len, body) = split_experimental(opt, RCP_EXID)?;
         match *body {
             [] => Ok(RcpTcpOption::Permitted),
             [a, b, c, d] => Ok(RcpTcpOption::Echo(RcpEcho {
@@ -362,9 +332,11 @@ impl RcpTcpOption {
     }
 }
 
-/// Checks an experimental option's kind and length byte against the slice;
-/// returns the length byte, the ExID and the bytes after it.
-fn split_experimental(opt: &[u8]) -> Result<(u8, u16, &[u8]), OptionError> {
+/// The checks both experiments' parsers share, in order: kind 253, a length
+/// byte of at least 4 that equals the slice length, then the ExID `exid`
+/// (another one is [`OptionError::UnknownExId`]). Returns the length byte and
+/// the bytes after the ExID.
+fn split_experimental(opt: &[u8], exid: u16) -> Result<(u8, &[u8]), OptionError> {
     let (&kind, rest) = opt.split_first().ok_or(OptionError::Truncated)?;
     if kind != KIND_EXPERIMENTAL {
         return Err(OptionError::WrongKind(kind));
@@ -384,7 +356,10 @@ fn split_experimental(opt: &[u8]) -> Result<(u8, u16, &[u8]), OptionError> {
         });
     }
     match *opt {
-        [_, _, hi, lo, ref body @ ..] => Ok((len, u16::from_be_bytes([hi, lo]), body)),
+        [_, _, hi, lo, ref body @ ..] => match u16::from_be_bytes([hi, lo]) {
+            id if id == exid => Ok((len, body)),
+            other => Err(OptionError::UnknownExId(other)),
+        },
         // Unreachable: opt.len() == len ≥ 4.
         _ => Err(OptionError::Truncated),
     }

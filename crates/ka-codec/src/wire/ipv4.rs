@@ -1,6 +1,9 @@
 //! IPv4 header view and representation (RFC 791).
 
-use super::{WireError, array, be16, byte, checksum, put8, put16, sub, sub_mut};
+use super::{
+    WireError, array, be16, byte, check_ip, check_len, checksum, put_bytes, put8, put16, sub,
+    sub_mut,
+};
 
 /// The size of an IPv4 header without options.
 pub const MIN_HEADER_LEN: usize = 20;
@@ -39,26 +42,10 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let p = Ipv4Packet { buffer };
         let b = p.buffer.as_ref();
-        if b.len() < MIN_HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        if byte(b, 0) >> 4 != 4 {
-            return Err(WireError::BadVersion);
-        }
+        check_ip(b, MIN_HEADER_LEN, 4)?;
         let hl = p.header_len();
-        if hl < MIN_HEADER_LEN {
-            return Err(WireError::BadHeaderLen);
-        }
-        if hl > b.len() {
-            return Err(WireError::Truncated);
-        }
-        let tl = p.total_len();
-        if tl < hl {
-            return Err(WireError::BadTotalLen);
-        }
-        if tl > b.len() {
-            return Err(WireError::Truncated);
-        }
+        check_len(hl, MIN_HEADER_LEN, b.len(), WireError::BadHeaderLen)?;
+        check_len(p.total_len(), hl, b.len(), WireError::BadTotalLen)?;
         Ok(p)
     }
 
@@ -209,16 +196,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
     /// Sets the source address.
     pub fn set_src_addr(&mut self, a: [u8; 4]) {
-        if let Some(d) = self.buffer.as_mut().get_mut(12..16) {
-            d.copy_from_slice(&a);
-        }
+        put_bytes(self.buffer.as_mut(), 12, &a);
     }
 
     /// Sets the destination address.
     pub fn set_dst_addr(&mut self, a: [u8; 4]) {
-        if let Some(d) = self.buffer.as_mut().get_mut(16..20) {
-            d.copy_from_slice(&a);
-        }
+        put_bytes(self.buffer.as_mut(), 16, &a);
     }
 
     /// Recomputes and stores the header checksum.

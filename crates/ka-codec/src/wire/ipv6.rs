@@ -1,7 +1,10 @@
 //! IPv6 header view, the Fragment extension header and an extension-header
 //! walker (RFC 8200).
 
-use super::{WireError, array, be16, be32, byte, put8, put16, put32, sub, sub_mut};
+use super::{
+    WireError, array, be16, be32, byte, check_ip, check_len, put_bytes, put8, put16, put32, sub,
+    sub_mut,
+};
 
 /// The fixed IPv6 header length.
 pub const HEADER_LEN: usize = 40;
@@ -41,15 +44,10 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let p = Ipv6Packet { buffer };
         let b = p.buffer.as_ref();
-        if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        if byte(b, 0) >> 4 != 6 {
-            return Err(WireError::BadVersion);
-        }
-        if p.total_len() > b.len() {
-            return Err(WireError::Truncated);
-        }
+        check_ip(b, HEADER_LEN, 6)?;
+        // total_len() = 40 + payload_len is never below the header, so this
+        // can only be `Truncated`.
+        check_len(p.total_len(), HEADER_LEN, b.len(), WireError::BadTotalLen)?;
         Ok(p)
     }
 
@@ -139,16 +137,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
 
     /// Sets the source address.
     pub fn set_src_addr(&mut self, a: [u8; 16]) {
-        if let Some(d) = self.buffer.as_mut().get_mut(8..24) {
-            d.copy_from_slice(&a);
-        }
+        put_bytes(self.buffer.as_mut(), 8, &a);
     }
 
     /// Sets the destination address.
     pub fn set_dst_addr(&mut self, a: [u8; 16]) {
-        if let Some(d) = self.buffer.as_mut().get_mut(24..40) {
-            d.copy_from_slice(&a);
-        }
+        put_bytes(self.buffer.as_mut(), 24, &a);
     }
 
     /// The payload, mutable.

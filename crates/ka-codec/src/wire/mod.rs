@@ -70,22 +70,47 @@ pub fn ip_version(packet: &[u8]) -> Option<u8> {
     packet.first().map(|b| b >> 4)
 }
 
+/// The first checks of an IP view's `new_checked`: the buffer holds the
+/// `fixed`-byte header (else `Truncated`) and its version nibble is
+/// `version` (else `BadVersion`).
+pub(crate) fn check_ip(buf: &[u8], fixed: usize, version: u8) -> Result<(), WireError> {
+    if buf.len() < fixed {
+        return Err(WireError::Truncated);
+    }
+    if ip_version(buf) != Some(version) {
+        return Err(WireError::BadVersion);
+    }
+    Ok(())
+}
+
+/// Checks a length field (a header length, a total length) that must cover
+/// at least `min` bytes and fit in a `buf_len`-byte buffer: `too_small`
+/// below `min`, `Truncated` past the buffer.
+pub(crate) fn check_len(
+    field: usize,
+    min: usize,
+    buf_len: usize,
+    too_small: WireError,
+) -> Result<(), WireError> {
+    if field < min {
+        return Err(too_small);
+    }
+    if field > buf_len {
+        return Err(WireError::Truncated);
+    }
+    Ok(())
+}
+
 /// Reads a big-endian `u16` at `at`, or 0 if the buffer is too short.
 #[inline]
 pub(crate) fn be16(buf: &[u8], at: usize) -> u16 {
-    match buf.get(at..at.wrapping_add(2)) {
-        Some(&[a, b]) => u16::from_be_bytes([a, b]),
-        _ => 0,
-    }
+    u16::from_be_bytes(array(buf, at))
 }
 
 /// Reads a big-endian `u32` at `at`, or 0 if the buffer is too short.
 #[inline]
 pub(crate) fn be32(buf: &[u8], at: usize) -> u32 {
-    match buf.get(at..at.wrapping_add(4)) {
-        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
-        _ => 0,
-    }
+    u32::from_be_bytes(array(buf, at))
 }
 
 /// Reads one byte at `at`, or 0 if the buffer is too short.
@@ -94,21 +119,25 @@ pub(crate) fn byte(buf: &[u8], at: usize) -> u8 {
     buf.get(at).copied().unwrap_or(0)
 }
 
-/// Writes a big-endian `u16` at `at`; silently does nothing if it would not fit
-/// (views only call setters on validated buffers).
+/// Copies `src` into `buf` at `at`; silently does nothing if it would not
+/// fit (views only call setters on validated buffers).
+#[inline]
+pub(crate) fn put_bytes(buf: &mut [u8], at: usize, src: &[u8]) {
+    if let Some(dst) = buf.get_mut(at..at.wrapping_add(src.len())) {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// Writes a big-endian `u16` at `at`; does nothing if it would not fit.
 #[inline]
 pub(crate) fn put16(buf: &mut [u8], at: usize, v: u16) {
-    if let Some(dst) = buf.get_mut(at..at.wrapping_add(2)) {
-        dst.copy_from_slice(&v.to_be_bytes());
-    }
+    put_bytes(buf, at, &v.to_be_bytes());
 }
 
 /// Writes a big-endian `u32` at `at`; does nothing if it would not fit.
 #[inline]
 pub(crate) fn put32(buf: &mut [u8], at: usize, v: u32) {
-    if let Some(dst) = buf.get_mut(at..at.wrapping_add(4)) {
-        dst.copy_from_slice(&v.to_be_bytes());
-    }
+    put_bytes(buf, at, &v.to_be_bytes());
 }
 
 /// Writes one byte at `at`; does nothing if it would not fit.

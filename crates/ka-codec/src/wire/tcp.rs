@@ -2,7 +2,7 @@
 //! the KA options of DESIGN §3.3, and the native-RCP baseline's options of
 //! DESIGN §3.4).
 
-use super::{WireError, be16, be32, byte, checksum, put8, put16, put32, sub};
+use super::{WireError, be16, be32, byte, check_len, checksum, put8, put16, put32, sub};
 use crate::options::{KaOption, KaPermitted, KaRate, RcpEcho, RcpPermitted, RcpTcpOption};
 
 /// The TCP header length without options.
@@ -58,13 +58,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         if len < HEADER_LEN {
             return Err(WireError::Truncated);
         }
-        let hl = p.header_len();
-        if hl < HEADER_LEN {
-            return Err(WireError::BadHeaderLen);
-        }
-        if hl > len {
-            return Err(WireError::Truncated);
-        }
+        check_len(p.header_len(), HEADER_LEN, len, WireError::BadHeaderLen)?;
         Ok(p)
     }
 

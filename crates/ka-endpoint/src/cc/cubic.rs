@@ -17,6 +17,7 @@
 //! * RTO (§4.8): as a loss, but `cwnd = 1·SMSS`.
 
 use super::Controller;
+use super::window::{self, SlowStart};
 use crate::rtt::RttEstimator;
 use std::time::Instant;
 
@@ -110,10 +111,6 @@ impl Cubic {
         self.k
     }
 
-    fn in_recovery(&self, sent: Instant) -> bool {
-        self.recovery_start.is_some_and(|r| sent <= r)
-    }
-
     fn set_cwnd_seg(&mut self, seg: f64) {
         let min = 1.0;
         self.cwnd_seg = seg.max(min);
@@ -167,23 +164,21 @@ impl Controller for Cubic {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
-        if app_limited || self.in_recovery(sent) || bytes == 0 {
+        if window::ack_ignored(self.recovery_start, sent, bytes, app_limited) {
             return;
         }
-        let mut bytes = bytes;
-        if self.cwnd < self.ssthresh {
-            let inc = bytes.min(2 * self.mss);
-            let room = self.ssthresh - self.cwnd;
-            if inc <= room {
-                self.cwnd += inc;
+        let bytes = match window::slow_start(&mut self.cwnd, self.ssthresh, self.mss, bytes) {
+            SlowStart::Off => bytes,
+            SlowStart::Grew(inc) => {
                 self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
                 self.ss_bytes_acked += inc;
                 return;
             }
-            self.cwnd = self.ssthresh;
-            self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
-            bytes = inc - room;
-        }
+            SlowStart::Ended(rest) => {
+                self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+                rest
+            }
+        };
         self.congestion_avoidance(now, bytes, rtt);
     }
 
@@ -194,10 +189,9 @@ impl Controller for Cubic {
         is_rto: bool,
         bytes_in_flight: usize,
     ) {
-        if !is_rto && self.in_recovery(sent) {
+        if !window::begin_episode(&mut self.recovery_start, now, sent, is_rto) {
             return;
         }
-        self.recovery_start = Some(now);
         let mss = self.mss as f64;
         let cwnd_seg = self.cwnd as f64 / mss;
         self.w_max = if self.cfg.fast_convergence && cwnd_seg < self.w_max {
@@ -206,14 +200,9 @@ impl Controller for Cubic {
             cwnd_seg
         };
         self.cwnd_prior = cwnd_seg;
-        let ss = (bytes_in_flight as f64 * self.cfg.beta) as usize;
-        self.ssthresh = ss.max(2 * self.mss);
+        let reduced = (bytes_in_flight as f64 * self.cfg.beta) as usize;
+        (self.cwnd, self.ssthresh) = window::after_loss(reduced, self.mss, is_rto);
         self.epoch_start = None;
-        if is_rto {
-            self.cwnd = self.mss;
-        } else {
-            self.cwnd = self.ssthresh;
-        }
         self.cwnd_seg = self.cwnd as f64 / mss;
     }
 
@@ -226,8 +215,7 @@ impl Controller for Cubic {
     }
 
     fn set_window(&mut self, _now: Instant, window: usize, ssthresh: usize) {
-        self.cwnd = window.max(self.mss);
-        self.ssthresh = ssthresh.max(2 * self.mss);
+        (self.cwnd, self.ssthresh) = window::floored(window, ssthresh, self.mss);
         self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
         self.w_max = self.cwnd_seg;
         self.cwnd_prior = self.cwnd_seg;
@@ -254,20 +242,10 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::window::tests::rtt;
     use std::time::Duration;
 
     const MSS: usize = 1000;
-
-    fn rtt(ms: u64) -> RttEstimator {
-        let mut r = RttEstimator::new(
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-            Duration::from_secs(60),
-            Duration::from_millis(1),
-        );
-        r.on_sample(Duration::from_millis(ms));
-        r
-    }
 
     fn cubic() -> Cubic {
         Cubic::new(CubicConfig {
@@ -275,6 +253,17 @@ mod tests {
             initial_window: 10 * MSS,
             ..CubicConfig::default()
         })
+    }
+
+    /// A controller at 100 segments (window and threshold) that has just
+    /// reacted to a loss with 100 segments in flight; and the loss's time.
+    fn lost_at_100_segments() -> (Cubic, Instant) {
+        let t0 = Instant::now();
+        let mut c = cubic();
+        c.set_window(t0, 100 * MSS, 100 * MSS);
+        let t1 = t0 + Duration::from_millis(1);
+        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        (c, t1)
     }
 
     /// Runs `rounds` RTTs in which every segment of the window is acked
@@ -298,11 +287,7 @@ mod tests {
 
     #[test]
     fn loss_multiplies_by_beta_and_sets_wmax() {
-        let t0 = Instant::now();
-        let mut c = cubic();
-        c.set_window(t0, 100 * MSS, 100 * MSS);
-        let t1 = t0 + Duration::from_millis(1);
-        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let (c, _) = lost_at_100_segments();
         assert_eq!(c.window(), 70 * MSS);
         assert_eq!(c.ssthresh(), 70 * MSS);
         assert!((c.w_max() - 100.0).abs() < 1e-9);
@@ -310,11 +295,7 @@ mod tests {
 
     #[test]
     fn fast_convergence_lowers_wmax() {
-        let t0 = Instant::now();
-        let mut c = cubic();
-        c.set_window(t0, 100 * MSS, 100 * MSS);
-        let t1 = t0 + Duration::from_millis(1);
-        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let (mut c, t1) = lost_at_100_segments();
         // second loss below W_max = 100: W_max = 70 * 1.7 / 2 = 59.5
         let t2 = t1 + Duration::from_millis(1);
         c.on_congestion_event(t2 + Duration::from_millis(1), t2, false, 70 * MSS);
@@ -325,11 +306,7 @@ mod tests {
     #[test]
     fn concave_growth_reaches_wmax_at_k_with_long_rtt() {
         // RTT 100 ms, W_max = 100 → after loss cwnd = 70, K = cbrt(30/0.4) ≈ 4.217 s
-        let t0 = Instant::now();
-        let mut c = cubic();
-        c.set_window(t0, 100 * MSS, 100 * MSS);
-        let t1 = t0 + Duration::from_millis(1);
-        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let (mut c, t1) = lost_at_100_segments();
         let traj = run(&mut c, t1 + Duration::from_millis(1), 100, 60);
         assert!((c.k() - 75f64.cbrt()).abs() < 1e-9);
         // roughly K / RTT = 42 rounds to get back to W_max; then convex beyond
@@ -346,11 +323,7 @@ mod tests {
     #[test]
     fn reno_friendly_region_dominates_with_short_rtt() {
         // RTT 1 ms: cubic grows slowly in wall time; W_est grows α per RTT.
-        let t0 = Instant::now();
-        let mut c = cubic();
-        c.set_window(t0, 100 * MSS, 100 * MSS);
-        let t1 = t0 + Duration::from_millis(1);
-        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        let (mut c, t1) = lost_at_100_segments();
         let traj = run(&mut c, t1 + Duration::from_millis(1), 1, 40);
         // α_cubic = 3·0.3/1.7 ≈ 0.529 segments per RTT while W_est < cwnd_prior
         let alpha = 3.0 * 0.3 / 1.7;

@@ -21,6 +21,7 @@
 
 mod cubic;
 mod newreno;
+mod window;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};

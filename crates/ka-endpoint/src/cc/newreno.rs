@@ -19,6 +19,7 @@
 //! RTT in slow start and +½ SMSS per RTT in congestion avoidance.
 
 use super::Controller;
+use super::window::{self, SlowStart};
 use crate::rtt::RttEstimator;
 use std::time::Instant;
 
@@ -68,10 +69,6 @@ impl NewReno {
             byte_counting: config.byte_counting,
         }
     }
-
-    fn in_recovery(&self, sent: Instant) -> bool {
-        self.recovery_start.is_some_and(|r| sent <= r)
-    }
 }
 
 impl Controller for NewReno {
@@ -83,7 +80,7 @@ impl Controller for NewReno {
         app_limited: bool,
         _rtt: &RttEstimator,
     ) {
-        if app_limited || self.in_recovery(sent) || bytes == 0 {
+        if window::ack_ignored(self.recovery_start, sent, bytes, app_limited) {
             return;
         }
         if !self.byte_counting {
@@ -95,17 +92,11 @@ impl Controller for NewReno {
             self.cwnd = self.cwnd.saturating_add(inc);
             return;
         }
-        let mut bytes = bytes;
-        if self.cwnd < self.ssthresh {
-            let inc = bytes.min(2 * self.mss);
-            let room = self.ssthresh - self.cwnd;
-            if inc <= room {
-                self.cwnd += inc;
-                return;
-            }
-            self.cwnd = self.ssthresh;
-            bytes = inc - room;
-        }
+        let bytes = match window::slow_start(&mut self.cwnd, self.ssthresh, self.mss, bytes) {
+            SlowStart::Off => bytes,
+            SlowStart::Grew(_) => return,
+            SlowStart::Ended(rest) => rest,
+        };
         self.bytes_acked = self.bytes_acked.saturating_add(bytes);
         if self.bytes_acked >= self.cwnd {
             self.bytes_acked -= self.cwnd;
@@ -120,12 +111,10 @@ impl Controller for NewReno {
         is_rto: bool,
         bytes_in_flight: usize,
     ) {
-        if !is_rto && self.in_recovery(sent) {
+        if !window::begin_episode(&mut self.recovery_start, now, sent, is_rto) {
             return;
         }
-        self.recovery_start = Some(now);
-        self.ssthresh = (bytes_in_flight / 2).max(2 * self.mss);
-        self.cwnd = if is_rto { self.mss } else { self.ssthresh };
+        (self.cwnd, self.ssthresh) = window::after_loss(bytes_in_flight / 2, self.mss, is_rto);
         self.bytes_acked = 0;
     }
 
@@ -138,8 +127,7 @@ impl Controller for NewReno {
     }
 
     fn set_window(&mut self, _now: Instant, window: usize, ssthresh: usize) {
-        self.cwnd = window.max(self.mss);
-        self.ssthresh = ssthresh.max(2 * self.mss);
+        (self.cwnd, self.ssthresh) = window::floored(window, ssthresh, self.mss);
         self.bytes_acked = 0;
     }
 
@@ -160,20 +148,10 @@ impl Controller for NewReno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::window::tests::rtt;
     use std::time::Duration;
 
     const MSS: usize = 1000;
-
-    fn rtt() -> RttEstimator {
-        let mut r = RttEstimator::new(
-            Duration::from_secs(1),
-            Duration::from_millis(200),
-            Duration::from_secs(60),
-            Duration::from_millis(1),
-        );
-        r.on_sample(Duration::from_millis(100));
-        r
-    }
 
     fn nr() -> NewReno {
         NewReno::new(NewRenoConfig {
@@ -186,7 +164,7 @@ mod tests {
     #[test]
     fn per_ack_counting_grows_by_acks_not_bytes() {
         let t0 = Instant::now();
-        let r = rtt();
+        let r = rtt(100);
         let mut c = NewReno::new(NewRenoConfig {
             mss: MSS,
             initial_window: MSS,
@@ -223,7 +201,7 @@ mod tests {
     #[test]
     fn slow_start_doubles_per_rtt_with_per_segment_acks() {
         let t0 = Instant::now();
-        let r = rtt();
+        let r = rtt(100);
         let mut c = nr();
         // one RTT: every segment of the window acked individually
         for round in 0..3 {
@@ -239,14 +217,14 @@ mod tests {
     fn slow_start_abc_limit_is_two_segments() {
         let t0 = Instant::now();
         let mut c = nr();
-        c.on_ack(t0, t0, 5 * MSS, false, &rtt());
+        c.on_ack(t0, t0, 5 * MSS, false, &rtt(100));
         assert_eq!(c.window(), 12 * MSS);
     }
 
     #[test]
     fn congestion_avoidance_adds_one_mss_per_window() {
         let t0 = Instant::now();
-        let r = rtt();
+        let r = rtt(100);
         let mut c = nr();
         c.set_window(t0, 10 * MSS, 10 * MSS);
         let t1 = t0 + Duration::from_millis(1);
@@ -278,7 +256,7 @@ mod tests {
         c.on_congestion_event(t1 + Duration::from_millis(1), t0, false, 20 * MSS);
         assert_eq!(c.window(), 20 * MSS);
         // acks of old segments do not grow the window during recovery
-        c.on_ack(t1, t0, MSS, false, &rtt());
+        c.on_ack(t1, t0, MSS, false, &rtt(100));
         assert_eq!(c.window(), 20 * MSS);
         // a loss of a segment sent after recovery started is a new episode
         let t2 = t1 + Duration::from_millis(5);
@@ -300,14 +278,14 @@ mod tests {
     fn app_limited_does_not_grow() {
         let t0 = Instant::now();
         let mut c = nr();
-        c.on_ack(t0, t0, MSS, true, &rtt());
+        c.on_ack(t0, t0, MSS, true, &rtt(100));
         assert_eq!(c.window(), 10 * MSS);
     }
 
     #[test]
     fn pacing_rate_uses_gain() {
         let c = nr();
-        let r = rtt();
+        let r = rtt(100);
         // slow start: 2 * 10000 B / 0.1 s = 200 kB/s
         let p = c.pacing_rate(&r).unwrap();
         assert!((p - 200_000.0).abs() < 1e-6);
