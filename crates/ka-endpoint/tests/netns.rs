@@ -11,10 +11,7 @@ mod netns_common;
 use ka_router::shell::host::StealMeter;
 use std::time::Duration;
 
-use netns_common::{
-    ENDPOINT_DEV, Proc, Side, endpoint_addr, endpoint_cidr, endpoint_testbed, get, payload, serial,
-    sha256_hex,
-};
+use netns_common::{Proc, Side, endpoint_addr, endpoint_testbed, payload, serial, sha256_hex};
 
 const PORT: u16 = 5001;
 const BYTES: usize = 20_000_000;
@@ -38,31 +35,22 @@ fn endpoint_sends_to_kernel_tcp() {
     let to = format!("{}:{PORT}", tb.addr(Side::B));
     let mut recv = Proc::role(&tb, Side::B, "recv", &[("listen", to.clone())]);
     recv.stdout_line(Duration::from_secs(20), |l| l.contains("LISTENING"));
-    let mut send = Proc::endpoint(
+    let mut send = Proc::endpoint_json(
         &tb,
         Side::A,
-        &[
-            "send",
-            "--tun",
-            ENDPOINT_DEV,
-            "--addr",
-            &endpoint_cidr(Side::A),
-            "--to",
-            &to,
-            "--file",
-            file.to_str().expect("utf-8 path"),
-            "--json",
-        ],
+        "send",
+        &["--to", &to, "--file", file.to_str().expect("utf-8 path")],
     );
     let r = recv.result(Duration::from_secs(60));
-    assert_eq!(get(&r, "bytes"), BYTES.to_string(), "receiver byte count");
+    assert_eq!(r.get("bytes"), BYTES.to_string(), "receiver byte count");
     assert_eq!(
-        get(&r, "sha256"),
+        r.get("sha256"),
         sha256_hex(&data),
         "payload corrupted on the way"
     );
     assert!(
-        get(&r, "peer").starts_with(&endpoint_addr(Side::A).to_string()),
+        r.get("peer")
+            .starts_with(&endpoint_addr(Side::A).to_string()),
         "the kernel saw the userspace stack's address: {r:?}"
     );
     let j = send.json(Duration::from_secs(20));
@@ -86,21 +74,16 @@ fn kernel_tcp_sends_to_endpoint() {
         return;
     };
     let out = tb.path("received.bin");
-    let mut recv = Proc::endpoint(
+    let mut recv = Proc::endpoint_json(
         &tb,
         Side::B,
+        "recv",
         &[
-            "recv",
-            "--tun",
-            ENDPOINT_DEV,
-            "--addr",
-            &endpoint_cidr(Side::B),
             "--listen",
             &PORT.to_string(),
             "--once",
             "--out",
             out.to_str().expect("utf-8 path"),
-            "--json",
         ],
     );
     recv.wait_stderr("listening on", Duration::from_secs(20));
@@ -126,7 +109,7 @@ fn kernel_tcp_sends_to_endpoint() {
     assert_eq!(got.len(), BYTES, "bytes written to --out");
     assert_eq!(
         sha256_hex(&got),
-        get(&s, "sha256"),
+        s.get("sha256"),
         "payload corrupted on the way"
     );
     eprintln!("kernel → endpoint: {j}");
@@ -152,39 +135,11 @@ fn ka_to_ka_through_ka_router() {
     ) else {
         return;
     };
-    let mut recv = Proc::endpoint(
-        &tb,
-        Side::B,
-        &[
-            "recv",
-            "--tun",
-            ENDPOINT_DEV,
-            "--addr",
-            &endpoint_cidr(Side::B),
-            "--listen",
-            &PORT.to_string(),
-            "--json",
-        ],
-    );
+    let mut recv = Proc::endpoint_json(&tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
     recv.wait_stderr("listening on", Duration::from_secs(20));
     let to = format!("{}:{PORT}", endpoint_addr(Side::B));
     let send = |bytes: &str| {
-        let mut p = Proc::endpoint(
-            &tb,
-            Side::A,
-            &[
-                "send",
-                "--tun",
-                ENDPOINT_DEV,
-                "--addr",
-                &endpoint_cidr(Side::A),
-                "--to",
-                &to,
-                "--bytes",
-                bytes,
-                "--json",
-            ],
-        );
+        let mut p = Proc::endpoint_json(&tb, Side::A, "send", &["--to", &to, "--bytes", bytes]);
         let j = p.json(Duration::from_secs(60));
         let st = p.wait_exit(Duration::from_secs(15));
         assert!(st.success(), "sender exit {st}: {}", p.stderr_so_far());

@@ -29,9 +29,12 @@ impl Drop for Netns {
     }
 }
 
-/// Runs `test` (this file's test of that name) inside a fresh namespace.
-fn in_netns(test: &str) {
+/// Runs `test` (this file's test of that name) inside a fresh namespace,
+/// where — in the child — `body` runs on a current-thread runtime with the
+/// stack open.
+fn in_netns(test: &str, body: impl AsyncFnOnce(KaStack)) {
     if std::env::var_os(CHILD_ENV).is_some() {
+        runtime().block_on(async { body(stack()).await });
         return;
     }
     if let Some(why) = ka_router::shell::testbed::unavailable() {
@@ -68,10 +71,6 @@ fn in_netns(test: &str) {
     assert!(text.contains("1 passed"), "the child did not run {test}");
 }
 
-fn is_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -93,63 +92,60 @@ fn pattern(n: usize) -> Vec<u8> {
 /// the kernel's reply still arrives (half-close) → stats are consistent.
 #[test]
 fn connect_write_shutdown_then_read_the_reply() {
-    in_netns("connect_write_shutdown_then_read_the_reply");
-    if !is_child() {
-        return;
-    }
-    let n = 5_000_000;
-    let data = pattern(n);
-    let expect = data.clone();
-    let rt = runtime();
-    rt.block_on(async {
-        let stack = stack();
-        let l = TcpListener::bind((KERNEL, 7000)).expect("kernel listener");
-        let server = std::thread::spawn(move || {
-            let (mut c, peer) = l.accept().expect("accept");
-            let mut got = Vec::new();
-            c.read_to_end(&mut got).expect("read");
+    in_netns(
+        "connect_write_shutdown_then_read_the_reply",
+        async |stack| {
+            let n = 5_000_000;
+            let data = pattern(n);
+            let expect = data.clone();
+            let l = TcpListener::bind((KERNEL, 7000)).expect("kernel listener");
+            let server = std::thread::spawn(move || {
+                let (mut c, peer) = l.accept().expect("accept");
+                let mut got = Vec::new();
+                c.read_to_end(&mut got).expect("read");
+                assert!(
+                    got == expect,
+                    "kernel received different bytes ({} of {})",
+                    got.len(),
+                    expect.len()
+                );
+                c.write_all(format!("got {} from {}", got.len(), peer.ip()).as_bytes())
+                    .expect("reply");
+            });
+            let to: SocketAddr = format!("{KERNEL}:7000").parse().unwrap();
+            let mut s = stack.connect(to).await.expect("connect");
+            assert_eq!(s.peer_addr(), to);
+            assert_eq!(s.local_addr().ip().to_string(), "10.88.0.1");
+            s.write_all(&data).await.expect("write_all");
+            s.shutdown().await.expect("shutdown");
+            let st = s.stats();
+            let flow = st.send_summary().expect("send_done after shutdown");
+            assert_eq!(flow.bytes, n as u64);
+            assert!(!flow.ka_enabled, "the kernel does not offer KA");
+            assert_eq!(flow.mode_changes, 0);
             assert!(
-                got == expect,
-                "kernel received different bytes ({} of {})",
-                got.len(),
-                expect.len()
+                s.write(b"late").await.is_err(),
+                "writing after shutdown must fail"
             );
-            c.write_all(format!("got {} from {}", got.len(), peer.ip()).as_bytes())
-                .expect("reply");
-        });
-        let to: SocketAddr = format!("{KERNEL}:7000").parse().unwrap();
-        let mut s = stack.connect(to).await.expect("connect");
-        assert_eq!(s.peer_addr(), to);
-        assert_eq!(s.local_addr().ip().to_string(), "10.88.0.1");
-        s.write_all(&data).await.expect("write_all");
-        s.shutdown().await.expect("shutdown");
-        let st = s.stats();
-        let flow = st.send_summary().expect("send_done after shutdown");
-        assert_eq!(flow.bytes, n as u64);
-        assert!(!flow.ka_enabled, "the kernel does not offer KA");
-        assert_eq!(flow.mode_changes, 0);
-        assert!(
-            s.write(b"late").await.is_err(),
-            "writing after shutdown must fail"
-        );
-        let mut reply = String::new();
-        s.read_to_string(&mut reply)
-            .await
-            .expect("reading after our FIN");
-        assert_eq!(reply, format!("got {n} from 10.88.0.1"));
-        assert!(s.stats().recv_summary().is_some(), "peer FIN recorded");
-        server.join().expect("server thread");
-        drop(s);
-        assert!(
-            stack.close(Duration::from_secs(5)).await,
-            "connections finish"
-        );
-        let d = stack.stats();
-        // 5 MB is > 3000 segments out; how many ACKs come back depends on the
-        // kernel's ACK pacing (stretch ACKs), so only require that some did.
-        assert!(d.packets_in > 100 && d.packets_out > 3000, "{d:?}");
-        assert_eq!(d.input_dropped, 0, "{d:?}");
-    });
+            let mut reply = String::new();
+            s.read_to_string(&mut reply)
+                .await
+                .expect("reading after our FIN");
+            assert_eq!(reply, format!("got {n} from 10.88.0.1"));
+            assert!(s.stats().recv_summary().is_some(), "peer FIN recorded");
+            server.join().expect("server thread");
+            drop(s);
+            assert!(
+                stack.close(Duration::from_secs(5)).await,
+                "connections finish"
+            );
+            let d = stack.stats();
+            // 5 MB is > 3000 segments out; how many ACKs come back depends on the
+            // kernel's ACK pacing (stretch ACKs), so only require that some did.
+            assert!(d.packets_in > 100 && d.packets_out > 3000, "{d:?}");
+            assert_eq!(d.input_dropped, 0, "{d:?}");
+        },
+    );
 }
 
 /// A kernel client connects to a `KaListener`; we read to EOF, answer,
@@ -157,13 +153,7 @@ fn connect_write_shutdown_then_read_the_reply() {
 /// reset).
 #[test]
 fn listener_accepts_kernel_clients() {
-    in_netns("listener_accepts_kernel_clients");
-    if !is_child() {
-        return;
-    }
-    let rt = runtime();
-    rt.block_on(async {
-        let stack = stack();
+    in_netns("listener_accepts_kernel_clients", async |stack| {
         let listener = stack.listen(7001).expect("listen");
         assert!(stack.listen(7001).is_err(), "a port is listened on once");
         let (tx, rx) = mpsc::channel();
@@ -203,13 +193,7 @@ fn listener_accepts_kernel_clients() {
 /// with `ConnectionRefused` (and does not hang).
 #[test]
 fn connect_to_a_closed_port_is_refused() {
-    in_netns("connect_to_a_closed_port_is_refused");
-    if !is_child() {
-        return;
-    }
-    let rt = runtime();
-    rt.block_on(async {
-        let stack = stack();
+    in_netns("connect_to_a_closed_port_is_refused", async |stack| {
         let r = tokio::time::timeout(
             Duration::from_secs(10),
             stack.connect(format!("{KERNEL}:7999").parse().unwrap()),

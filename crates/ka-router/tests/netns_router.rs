@@ -6,12 +6,12 @@
 
 mod netns_common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ka_codec::{Code, Scale};
 use ka_router::shell::testbed::{ADDR_A, ADDR_B, Side, Testbed};
-use netns_common::{RoleProcess, spawn_role, testbed_or_skip, v4};
+use netns_common::{Proc, testbed_or_skip, v4};
 
 const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
 const PORT: u16 = 5001;
@@ -27,14 +27,14 @@ fn transfer(
     bytes: u64,
     timeout: Duration,
 ) -> (netns_common::RoleResult, netns_common::RoleResult) {
-    let mut recv: RoleProcess = spawn_role(
+    let mut recv = Proc::role(
         tb,
         Side::B,
         "recv",
         &[("listen", format!("{ADDR_B}:{PORT}"))],
     );
-    recv.line("LISTENING", Duration::from_secs(20));
-    let mut send = spawn_role(
+    recv.said("LISTENING", Duration::from_secs(20));
+    let mut send = Proc::role(
         tb,
         Side::A,
         "send",
@@ -58,6 +58,17 @@ fn transfer(
     (r, s)
 }
 
+/// Starts `ka-router ARGS… --pcap FILE` with the capture `name` in the
+/// testbed's directory; the capture's path.
+fn start_router_capturing(tb: &mut Testbed, name: &str, args: &[&str]) -> PathBuf {
+    let pcap = tb.path(name);
+    let mut args = args.to_vec();
+    args.extend(["--pcap", pcap.to_str().unwrap()]);
+    tb.start_router(Path::new(ROUTER), &args)
+        .expect("router up");
+    pcap
+}
+
 /// Forward-direction (A → B) packets in the capture.
 fn forward_packets(
     caps: &[netns_common::Captured],
@@ -77,10 +88,10 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
     let Some(mut tb) = testbed_or_skip("kernel_tcp_through_ka_router_gets_fragment_signals") else {
         return;
     };
-    let pcap = tb.path("ka.pcap");
     let rate = 20_000_000f64;
-    tb.start_router(
-        Path::new(ROUTER),
+    let pcap = start_router_capturing(
+        &mut tb,
+        "ka.pcap",
         &[
             "--rate",
             "20mbit",
@@ -94,11 +105,8 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
             "10",
             "--spin",
             "200us",
-            "--pcap",
-            pcap.to_str().unwrap(),
         ],
-    )
-    .expect("router up");
+    );
     // DF clear on the sender's packets, so the router may fragment them.
     tb.sysctl(Side::A, "net.ipv4.ip_no_pmtu_disc", "1").unwrap();
 
@@ -303,19 +311,7 @@ fn kernel_tcp_with_df_is_never_fragmented() {
     let Some(mut tb) = testbed_or_skip("kernel_tcp_with_df_is_never_fragmented") else {
         return;
     };
-    let pcap = tb.path("df.pcap");
-    tb.start_router(
-        Path::new(ROUTER),
-        &[
-            "--rate",
-            "50mbit",
-            "--delay",
-            "5ms",
-            "--pcap",
-            pcap.to_str().unwrap(),
-        ],
-    )
-    .expect("router up");
+    let pcap = start_router_capturing(&mut tb, "df.pcap", &["--rate", "50mbit", "--delay", "5ms"]);
     tb.sysctl(Side::A, "net.ipv4.ip_no_pmtu_disc", "0").unwrap();
     tb.sysctl(Side::B, "net.ipv4.ip_no_pmtu_disc", "0").unwrap();
     let (r, _) = transfer(&tb, 3_000_000, Duration::from_secs(30));
@@ -357,7 +353,7 @@ fn survives_far_interface_down_and_exports_metrics() {
     .expect("router up");
     tb.run(Side::B, &["ip", "link", "set", &tb.dev_b, "down"])
         .unwrap();
-    let mut udp = spawn_role(
+    let mut udp = Proc::role(
         &tb,
         Side::A,
         "udp",

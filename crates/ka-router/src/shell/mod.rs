@@ -1,7 +1,9 @@
 //! The I/O shell around the sans-IO core (feature `cli`, Linux only).
 //!
 //! * [`tun`] — open/create TUN devices (`pub`: the endpoint driver uses it);
-//! * [`engine`] — reader tasks, the pacing thread and [`run`];
+//! * [`cli`] — what the `ka-router` and `ka-endpoint` binaries share
+//!   (logging set-up, shutdown signal, `send --bytes` payload);
+//! * [`engine`] — the forwarding thread and [`run`];
 //! * [`pacing`] — sleep-then-spin waits that meet µs departure times;
 //! * [`forwarder`] — the [`Forwarder`] trait the pacing thread drives, with
 //!   the KA core ([`KaPorts`]) and a pass-through baseline;
@@ -12,6 +14,7 @@
 //! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §4.6)
 //!   for integration tests and examples.
 
+pub mod cli;
 pub mod engine;
 pub mod forwarder;
 pub mod host;

@@ -5,15 +5,15 @@
 mod args;
 mod report;
 
-use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Parser as _;
 use ka_endpoint::driver::{KaStack, KaStream};
+use ka_router::shell::cli::{self, Payload, init_tracing};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Cmd, Common, RecvArgs, SendArgs};
 use report::Role;
@@ -23,13 +23,7 @@ const LINGER: Duration = Duration::from_secs(3);
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    init_tracing();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,7 +43,7 @@ fn log_driver_stats(stack: &KaStack) {
     if d.input_dropped > 0 {
         tracing::warn!(
             dropped = d.input_dropped,
-            "packets dropped because the driver's input queue was full"
+            "packets the kernel dropped because the TUN device's queue was full (the driver fell behind)"
         );
     }
 }
@@ -168,24 +162,6 @@ async fn serve(
     Ok(())
 }
 
-/// xorshift64 bytes: the pattern `send --bytes` transmits.
-struct Pattern(u64);
-
-impl Pattern {
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            let bytes = x.to_le_bytes();
-            let n = chunk.len();
-            chunk.copy_from_slice(bytes.get(..n).unwrap_or(&[]));
-        }
-    }
-}
-
 async fn send(a: SendArgs) -> anyhow::Result<()> {
     let stack = open(&a.common)?;
     let signal = shutdown_signal();
@@ -258,7 +234,7 @@ async fn write_payload(stream: &mut KaStream, a: &SendArgs) -> anyhow::Result<()
         }
     }
     let mut left = a.bytes.unwrap_or(0);
-    let mut pattern = Pattern(0x9E37_79B9_7F4A_7C15);
+    let mut pattern = Payload::new();
     while left > 0 {
         let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
         let chunk = buf.get_mut(..n).unwrap_or(&mut []);
@@ -271,17 +247,5 @@ async fn write_payload(stream: &mut KaStream, a: &SendArgs) -> anyhow::Result<()
 
 /// Completes on SIGINT or SIGTERM.
 async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(e) => {
-            tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    cli::shutdown_signal(|e| tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C")).await;
 }

@@ -7,25 +7,18 @@
 mod args;
 mod realtime;
 
-use std::io::IsTerminal as _;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use ka_router::shell::cli::{self, init_tracing};
 use ka_router::shell::{self, KaPorts, PassThrough};
-use tracing_subscriber::EnvFilter;
 
 use args::Args;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    init_tracing();
     let (forward, reverse) = args.port_configs()?;
     let shell_cfg = args.shell_config();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -72,17 +65,5 @@ fn main() -> anyhow::Result<()> {
 
 /// Completes on SIGINT or SIGTERM.
 async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(e) => {
-            tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    cli::shutdown_signal(|e| tracing::warn!("cannot watch SIGTERM ({e}); stop with Ctrl-C")).await;
 }
