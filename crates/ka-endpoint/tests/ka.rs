@@ -26,6 +26,18 @@ fn ka_net(seed: u64) -> Net {
     net
 }
 
+/// [`ka_net`] followed by a legacy (non-signalling, drop-tail) port at the
+/// same rate with a `queue_limit`-packet queue.
+fn ka_then_legacy_net(seed: u64, queue_limit: usize) -> Net {
+    let mut net = ka_net(seed);
+    let now = net.now;
+    let mut legacy = PortConfig::new(C);
+    legacy.signalling = Signalling::None;
+    legacy.queue_limit = queue_limit;
+    net.ab.hops.push(Hop::port(legacy, now));
+    net
+}
+
 fn port(net: &Net, i: usize) -> &ka_router::Port {
     match &net.ab.hops[i] {
         Hop::Port(p) => p,
@@ -185,12 +197,7 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
 /// see `conn::ka`), without waiting for `cwnd / srtt ≥ R`.
 #[test]
 fn loss_at_legacy_bottleneck_returns_to_ka_once_the_path_is_clear() {
-    let mut net = ka_net(23);
-    let now = net.now;
-    let mut legacy = PortConfig::new(C);
-    legacy.signalling = Signalling::None;
-    legacy.queue_limit = 8;
-    net.ab.hops.push(Hop::port(legacy, now));
+    let mut net = ka_then_legacy_net(23, 8);
     let h = net.connect(5001);
     net.send_bulk(Side::A, h, payload(30_000_000, 7), false);
     net.run_for(Duration::from_secs(2));
@@ -261,12 +268,7 @@ fn loss_at_legacy_bottleneck_returns_to_ka_once_the_path_is_clear() {
 /// KA mode at the rate they had before, not at the inflated R.
 #[test]
 fn legacy_congestion_keeps_tcp_mode_and_return_is_capped() {
-    let mut net = ka_net(31);
-    let now = net.now;
-    let mut legacy = PortConfig::new(C);
-    legacy.signalling = Signalling::None;
-    legacy.queue_limit = 60;
-    net.ab.hops.push(Hop::port(legacy, now));
+    let mut net = ka_then_legacy_net(31, 60);
     let h1 = net.connect(5001);
     let h2 = net.connect(5002);
     net.send_bulk(Side::A, h1, payload(40_000_000, 1), false);
