@@ -571,18 +571,20 @@ mod tests {
     fn packets_read_after_a_stall_are_spread_over_it() {
         let (stamps, deadline, woke) = stamps_after_wait(Duration::from_millis(6));
         assert_eq!(stamps.len(), 4);
-        let step = (woke - deadline) / 4;
+        // The last one is stamped when it was read, after the wake-up …
+        let end = stamps[3];
+        assert!(end >= woke);
+        let step = (end - deadline) / 4;
         assert!(step >= Duration::from_micros(1500), "{step:?}");
-        // Evenly spread after the missed deadline, the last one when read.
+        // … and the others evenly spread between the missed deadline and it.
         for (k, t) in stamps.iter().enumerate() {
-            let ideal = deadline + (woke - deadline) * (k as u32 + 1) / 4;
+            let ideal = deadline + (end - deadline) * (k as u32 + 1) / 4;
             let off = if *t > ideal { *t - ideal } else { ideal - *t };
             assert!(
-                off < step / 4,
+                off <= Duration::from_micros(1),
                 "packet {k} stamped {off:?} off the even spread"
             );
         }
-        assert!(stamps.windows(2).all(|w| w[1] > w[0]));
     }
 
     #[test]
