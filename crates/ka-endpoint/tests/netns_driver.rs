@@ -204,3 +204,56 @@ fn connect_to_a_closed_port_is_refused() {
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
     });
 }
+
+/// A device whose queue overflows: the kernel drops what its reader has not
+/// taken, `KernelDrops` counts exactly those drops (the number behind
+/// `DriverStats::input_dropped` and the router's `input overflow`), and
+/// `TunOptions::tx_queue_len` really sets the queue. The stack's own device
+/// is read by its driver and drops nothing.
+#[test]
+fn kernel_drops_in_front_of_an_unread_device_are_counted() {
+    in_netns(
+        "kernel_drops_in_front_of_an_unread_device_are_counted",
+        async |stack| {
+            use ka_router::shell::tun::{KernelDrops, TunOptions, open_tun};
+            let opts = TunOptions {
+                tx_queue_len: 4,
+                ..TunOptions::default()
+            };
+            // Nobody reads this one.
+            let dev = open_tun("kadrop0", &opts).expect("second TUN device");
+            let sysfs = |f: &str| {
+                std::fs::read_to_string(format!("/sys/class/net/kadrop0/{f}"))
+                    .expect("sysfs")
+                    .trim()
+                    .parse::<u64>()
+                    .expect("a number")
+            };
+            assert_eq!(sysfs("tx_queue_len"), 4);
+            ka_endpoint::driver::configure_kernel_side(
+                "kadrop0",
+                "10.89.0.1/24".parse().unwrap(),
+                "10.89.0.254".parse().unwrap(),
+            )
+            .expect("address");
+            let drops = KernelDrops::watch(&dev).expect("counter readable");
+            let before = sysfs("statistics/tx_dropped");
+            let udp = std::net::UdpSocket::bind("10.89.0.254:0").expect("udp");
+            for _ in 0..64 {
+                udp.send_to(&[0u8; 100], "10.89.0.1:9").expect("send");
+            }
+            let n = drops.since_start().expect("device visible");
+            assert_eq!(n, sysfs("statistics/tx_dropped") - before);
+            assert!(
+                (56..=64).contains(&n),
+                "{n} of 64 dropped with a 4-packet queue"
+            );
+            assert_eq!(
+                stack.stats().input_dropped,
+                0,
+                "the driver reads its device"
+            );
+            drop(dev);
+        },
+    );
+}

@@ -79,7 +79,7 @@ pub use stream::KaStream;
 use crate::config::{StackConfig, TcpConfig};
 use crate::stack::{ConnectError, Stack};
 use ka_router::shell::pacing::{DEFAULT_SPIN, Pacer};
-use ka_router::shell::tun::{TunOptions, open_tun};
+use ka_router::shell::tun::{KernelDrops, TunOptions, open_tun};
 use shared::{Inner, ListenSlot, Owner, Shared, Slot};
 use std::collections::HashMap;
 use std::fs::File;
@@ -136,18 +136,8 @@ impl Default for DriverConfig {
 pub struct KaStack {
     owner: Arc<Owner>,
     local: IpAddr,
-    /// The device's name and its kernel drop count when the stack started.
-    device: Option<(String, u64)>,
-}
-
-/// Packets the kernel dropped in front of device `name`'s reader (its
-/// transmit queue was full): `tx_dropped` in sysfs.
-fn tx_dropped(name: &str) -> Option<u64> {
-    std::fs::read_to_string(format!("/sys/class/net/{name}/statistics/tx_dropped"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    /// What the kernel dropped in front of the driver.
+    kernel_drops: Option<KernelDrops>,
 }
 
 fn connect_error(e: ConnectError) -> io::Error {
@@ -170,8 +160,7 @@ impl KaStack {
     pub fn new(tun: SyncDevice, local: IpAddr, config: DriverConfig) -> io::Result<Self> {
         let device = File::from(tun.as_fd().try_clone_to_owned()?);
         let writer = File::from(tun.as_fd().try_clone_to_owned()?);
-        let name = tun.name().ok();
-        let tx_dropped_at_start = name.as_deref().and_then(tx_dropped).unwrap_or(0);
+        let kernel_drops = KernelDrops::watch(&tun);
         let send_buffer = config.stack.tcp.send_buffer;
         let inner = Inner {
             stack: Stack::new(config.stack, Instant::now()),
@@ -202,7 +191,7 @@ impl KaStack {
         Ok(KaStack {
             owner: Arc::new(Owner { shared }),
             local,
-            device: name.map(|n| (n, tx_dropped_at_start)),
+            kernel_drops,
         })
     }
 
@@ -309,9 +298,11 @@ impl KaStack {
 
     /// Driver and stack counters.
     pub fn stats(&self) -> DriverStats {
-        let input_dropped = self.device.as_ref().map_or(0, |(name, at_start)| {
-            tx_dropped(name).map_or(0, |n| n.saturating_sub(*at_start))
-        });
+        let input_dropped = self
+            .kernel_drops
+            .as_ref()
+            .and_then(KernelDrops::since_start)
+            .unwrap_or(0);
         let inner = self.shared().lock();
         DriverStats {
             stack: inner.stack.stats(),

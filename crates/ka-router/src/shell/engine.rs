@@ -53,11 +53,13 @@ use super::metrics::serve_metrics;
 use super::pacing::{Pacer, STALL, stall_stamp};
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
-use super::tun::{TunOptions, open_tun};
+use super::tun::{KernelDrops, TunOptions, open_tun};
 
 /// How often the forwarding thread refreshes the published core state (and
 /// the longest it waits before noticing a shutdown).
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+/// How often the kernel's drop counters of the devices are read.
+const KERNEL_DROPS_EVERY: Duration = Duration::from_secs(1);
 /// Most packets read before the due ones are sent.
 const INPUT_BATCH: usize = 256;
 
@@ -135,6 +137,8 @@ where
 {
     let in_dev = open_tun(&cfg.in_dev, &cfg.tun)?;
     let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
+    // Forward packets are read from `in`, reverse ones from `out`.
+    let kernel_drops = [KernelDrops::watch(&in_dev), KernelDrops::watch(&out_dev)];
     let write_handle = |d: &tun_rs::SyncDevice| -> io::Result<File> {
         Ok(File::from(d.as_fd().try_clone_to_owned()?))
     };
@@ -185,7 +189,24 @@ where
             })?
     };
 
-    shutdown.await;
+    let update_drops = || {
+        for (dir, k) in Direction::ALL.into_iter().zip(&kernel_drops) {
+            if let Some(n) = k.as_ref().and_then(KernelDrops::since_start) {
+                stats.io(dir).input_overflow.store(n, Ordering::Relaxed);
+            }
+        }
+    };
+    {
+        let mut tick = tokio::time::interval(KERNEL_DROPS_EVERY);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                _ = tick.tick() => update_drops(),
+            }
+        }
+    }
+    update_drops();
     tracing::info!("shutting down");
     stop.store(true, Ordering::SeqCst);
     if let Some(m) = &metrics {

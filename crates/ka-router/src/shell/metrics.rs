@@ -182,7 +182,7 @@ impl Collector for RouterCollector {
         counter(
             &mut enc,
             "ka_router_input_overflow",
-            "Packets dropped because the pacing thread fell behind the reader",
+            "Packets the kernel dropped because the device's transmit queue towards the router was full",
             &c(&|_, io| io.input_overflow),
         )?;
         counter(

@@ -99,7 +99,11 @@ pub struct IoCounters {
     pub read_errors: AtomicU64,
     /// Failed writes, e.g. `EIO` while the far interface is down. Never fatal.
     pub write_errors: AtomicU64,
-    /// Packets dropped because the reader → pacing-thread channel was full.
+    /// Packets the kernel dropped in front of the router because the
+    /// transmit queue of the device this direction is read from was full
+    /// (the device's `tx_dropped` since the router attached; stays 0 while
+    /// the device is in another network namespace: see
+    /// [`KernelDrops`](super::tun::KernelDrops)).
     pub input_overflow: AtomicU64,
 }
 

@@ -91,6 +91,54 @@ pub fn open_tun(name: &str, options: &TunOptions) -> io::Result<SyncDevice> {
     Ok(dev)
 }
 
+/// Packets the kernel dropped in front of a TUN device's reader because
+/// the device's transmit queue ([`TunOptions::tx_queue_len`]) was full: its
+/// `tx_dropped` counter in sysfs, counted from when [`KernelDrops::watch`]
+/// was called.
+///
+/// Readable only while the device is in the caller's network namespace
+/// (sysfs shows that namespace's devices); a device moved elsewhere — the
+/// testbed moves the router's — or replaced by another of the same name
+/// reads as `None`, never as someone else's count.
+#[derive(Debug, Clone)]
+pub struct KernelDrops {
+    name: String,
+    ifindex: u32,
+    at_start: u64,
+}
+
+impl KernelDrops {
+    /// Starts counting for `dev`; `None` if its name, index or counter
+    /// cannot be read.
+    pub fn watch(dev: &SyncDevice) -> Option<Self> {
+        let name = dev.name().ok()?;
+        let ifindex = dev.if_index().ok()?;
+        let at_start = sysfs_u64(&name, "statistics/tx_dropped")?;
+        Some(Self {
+            name,
+            ifindex,
+            at_start,
+        })
+    }
+
+    /// Drops since [`KernelDrops::watch`]; `None` if the device is no
+    /// longer visible here.
+    pub fn since_start(&self) -> Option<u64> {
+        if sysfs_u64(&self.name, "ifindex")? != u64::from(self.ifindex) {
+            return None;
+        }
+        Some(sysfs_u64(&self.name, "statistics/tx_dropped")?.saturating_sub(self.at_start))
+    }
+}
+
+fn sysfs_u64(dev: &str, file: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/class/net/{dev}/{file}"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// A TUN device split into an asynchronous reader (registered with the
 /// current tokio runtime) and a plain blocking-capable writer.
 ///
