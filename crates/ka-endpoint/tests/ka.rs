@@ -38,6 +38,20 @@ fn ka_then_legacy_net(seed: u64, queue_limit: usize) -> Net {
     net
 }
 
+/// A hop dropping our data packets (> 1000 bytes) for 20 ms from the
+/// instant set in the returned cell (unset: drops nothing): one loss
+/// episode on demand.
+fn drop_data_window(net: &mut Net) -> std::rc::Rc<std::cell::Cell<Option<std::time::Instant>>> {
+    let drop_from = std::rc::Rc::new(std::cell::Cell::new(None::<std::time::Instant>));
+    let d = drop_from.clone();
+    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
+        d.get()
+            .is_some_and(|t| at >= t && at < t + Duration::from_millis(20))
+            && pkt.len() > 1000
+    })));
+    drop_from
+}
+
 fn port(net: &Net, i: usize) -> &ka_router::Port {
     match &net.ab.hops[i] {
         Hop::Port(p) => p,
@@ -351,19 +365,11 @@ fn legacy_congestion_keeps_tcp_mode_and_return_is_capped() {
 #[test]
 fn return_into_an_inflated_rate_is_capped_until_r_comes_down() {
     use ka_codec::scale::Code;
-    use std::cell::Cell;
-    use std::rc::Rc;
     let rate = |len: usize| Scale::PAPER.decode(Code::from_len(len).unwrap());
     let (lo, hi, lower) = (520, 760, 480);
     let mut net = Net::default_pair(ONE_WAY, 41);
     // drop our data packets in a 20 ms window: one loss episode
-    let drop_from = Rc::new(Cell::new(None::<std::time::Instant>));
-    let d = drop_from.clone();
-    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
-        d.get()
-            .is_some_and(|t| at >= t && at < t + Duration::from_millis(20))
-            && pkt.len() > 1000
-    })));
+    let drop_from = drop_data_window(&mut net);
     net.ab.hops.push(Hop::Stamp(Code::from_len(lo).unwrap()));
     net.record_a = true;
     let h = net.connect(5001);
@@ -422,17 +428,9 @@ fn return_into_an_inflated_rate_is_capped_until_r_comes_down() {
 #[test]
 fn losses_while_the_routers_are_silent_do_not_cap_the_return() {
     use ka_codec::scale::Code;
-    use std::cell::Cell;
-    use std::rc::Rc;
     let rate = |len: usize| Scale::PAPER.decode(Code::from_len(len).unwrap());
     let mut net = Net::default_pair(ONE_WAY, 43);
-    let drop_from = Rc::new(Cell::new(None::<std::time::Instant>));
-    let d = drop_from.clone();
-    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
-        d.get()
-            .is_some_and(|t| at >= t && at < t + Duration::from_millis(20))
-            && pkt.len() > 1000
-    })));
+    let drop_from = drop_data_window(&mut net);
     net.ab.hops.push(Hop::Stamp(Code::from_len(520).unwrap()));
     let h = net.connect(5001);
     net.send_bulk(Side::A, h, payload(60_000_000, 5), false);
