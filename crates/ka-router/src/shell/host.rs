@@ -62,13 +62,18 @@ impl StealMeter {
     /// Fraction (0…1) of CPU time stolen since the snapshot; 0 where
     /// `/proc/stat` is unreadable.
     pub fn fraction(&self) -> f64 {
-        let (steal, total) = cpu_times();
-        let dt = total.saturating_sub(self.total);
-        if dt == 0 {
-            return 0.0;
-        }
-        steal.saturating_sub(self.steal) as f64 / dt as f64
+        stolen_share((self.steal, self.total), cpu_times())
     }
+}
+
+/// Share of the CPU time between two `(steal, total)` snapshots that was
+/// stolen; 0 if no time passed (or the counters went backwards).
+fn stolen_share(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let dt = after.1.saturating_sub(before.1);
+    if dt == 0 {
+        return 0.0;
+    }
+    after.0.saturating_sub(before.0) as f64 / dt as f64
 }
 
 /// (steal, total) jiffies from the aggregate `cpu` line of `/proc/stat`;
@@ -109,6 +114,14 @@ mod tests {
         assert_eq!(parse_cpu_times("cpu  1 2 3 4\n"), None);
         assert_eq!(parse_cpu_times("intr 1 2 3 4 5 6 7 8\n"), None);
         assert_eq!(parse_cpu_times("cpu  1 2 x 4 5 6 7 8\n"), None);
+    }
+
+    #[test]
+    fn stolen_share_is_steal_over_all_time_between_snapshots() {
+        assert_eq!(stolen_share((100, 1_000), (150, 1_200)), 0.25);
+        assert_eq!(stolen_share((100, 1_000), (100, 1_200)), 0.0);
+        assert_eq!(stolen_share((100, 1_000), (100, 1_000)), 0.0, "no time");
+        assert_eq!(stolen_share((100, 1_000), (90, 900)), 0.0, "reset counters");
     }
 
     #[test]
