@@ -58,9 +58,48 @@ pub fn pseudo_v6(src: [u8; 16], dst: [u8; 16], proto: u8, len: u32) -> u32 {
     acc.wrapping_add(len >> 16).wrapping_add(len & 0xFFFF)
 }
 
+/// The checksum field after one 16-bit word it covers changed from `old`
+/// to `new` (RFC 1624 eqn. 3: `HC' = ~(~HC + ~m + m')`), without summing
+/// the whole header again. Used for in-place edits of headers (the ECN
+/// field, a TCP window). A checksum that was wrong stays wrong by the same
+/// amount. Changing several words: apply once per word.
+pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
+    let acc = u32::from(!checksum) + u32::from(!old) + u32::from(new);
+    finish(acc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn incremental_update_matches_recompute() {
+        // A 20-byte header-like buffer; change every word in turn to
+        // several values and compare with a full recompute.
+        let base: [u8; 20] = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0x00,
+            0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        for word in (0..20).step_by(2).filter(|&w| w != 10) {
+            for new in [0x0000u16, 0x0001, 0x7fff, 0xffff, 0x1234, 0xfffe] {
+                let mut b = base;
+                let c = checksum(&b);
+                b[10..12].copy_from_slice(&c.to_be_bytes());
+                let old = u16::from_be_bytes([b[word], b[word + 1]]);
+                b[word..word + 2].copy_from_slice(&new.to_be_bytes());
+                let inc = update(c, old, new);
+                b[10..12].copy_from_slice(&[0, 0]);
+                let full = checksum(&b);
+                // 0x0000 and 0xffff are the same one's-complement value.
+                assert!(
+                    inc == full || (inc ^ full) == 0xffff && (inc == 0 || full == 0),
+                    "word {word} -> {new:#x}: {inc:#x} vs {full:#x}"
+                );
+                b[10..12].copy_from_slice(&inc.to_be_bytes());
+                assert_eq!(finish(sum(&b, 0)), 0, "stored checksum verifies");
+            }
+        }
+    }
 
     #[test]
     fn rfc1071_example() {

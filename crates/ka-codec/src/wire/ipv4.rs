@@ -204,6 +204,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         put_bytes(self.buffer.as_mut(), 16, &a);
     }
 
+    /// Stores `v` as the header checksum (see
+    /// [`checksum::update`](super::checksum::update) for in-place edits).
+    pub fn set_checksum(&mut self, v: u16) {
+        put16(self.buffer.as_mut(), 10, v);
+    }
+
     /// Recomputes and stores the header checksum.
     pub fn fill_checksum(&mut self) {
         put16(self.buffer.as_mut(), 10, 0);

@@ -18,6 +18,7 @@
 //!   times 8).
 
 pub mod checksum;
+pub mod ecn;
 pub mod ipv4;
 pub mod ipv6;
 pub mod tcp;
