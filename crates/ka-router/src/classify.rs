@@ -28,13 +28,26 @@ use ka_codec::wire::{ipv4::Ipv4Packet, ipv6::Ipv6Packet};
 /// buffer slack documented on [`crate::Port::push`].
 pub const MAX_PACKET_LEN: usize = 40 + 65_535;
 
-/// What ingress made of a packet.
+/// What ingress made of a packet (handed to the signalling stage with
+/// every arrival, see [`crate::signal::Signaller::on_arrival`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Ipv4 { indicator: Option<u8> },
-    Ipv6 { indicator: Option<u8> },
+pub enum PacketKind {
+    /// A valid IPv4 packet; `indicator` = the RTT-indicator index k
+    /// (DESIGN §3.2) if it is one.
+    Ipv4 {
+        /// RTT-indicator index k, if the packet is an indicator.
+        indicator: Option<u8>,
+    },
+    /// A valid IPv6 packet; `indicator` as for IPv4.
+    Ipv6 {
+        /// RTT-indicator index k, if the packet is an indicator.
+        indicator: Option<u8>,
+    },
+    /// Not IP (version nibble neither 4 nor 6): forwarded untouched.
     NonIp,
 }
+
+pub(crate) use PacketKind as Kind;
 
 /// Why ingress dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use ka_codec::scale::Scale;
 
+use crate::qdisc::QdiscConfig;
+
 /// How a port tells senders its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Signalling {
@@ -131,8 +133,16 @@ impl Default for ModeConfig {
 pub struct PortConfig {
     /// C in bit/s: the shaper's line rate and the controller's capacity.
     pub capacity_bps: u64,
-    /// Drop-tail queue limit in packets. Default 1000.
+    /// The queue discipline's hard limit in packets (drop-tail's queue
+    /// length; RED's and FQ-CoDel's `limit`). Default 1000.
     pub queue_limit: usize,
+    /// The queue discipline (DESIGN §8.1). Default drop-tail.
+    pub qdisc: QdiscConfig,
+    /// Seed of the queue discipline's randomness (RED's drop decisions,
+    /// FQ-CoDel's hash perturbation). Default 0; the `ka-router` binary
+    /// draws a random one, the simulator derives one from the scenario
+    /// seed so runs repeat exactly.
+    pub seed: u64,
     /// One-way propagation delay added after serialisation. Default 0.
     pub delay: Duration,
     /// d before the first RTT indicator arrives. Default 100 ms.
@@ -179,6 +189,8 @@ impl PortConfig {
         Self {
             capacity_bps,
             queue_limit: 1000,
+            qdisc: QdiscConfig::DropTail,
+            seed: 0,
             delay: Duration::ZERO,
             initial_rtt: Duration::from_millis(100),
             signalling: Signalling::Ka,

@@ -17,8 +17,15 @@ pub struct Counters {
     pub packets_out: u64,
     /// Bytes returned by `poll_transmit` (fragment headers included).
     pub bytes_out: u64,
-    /// Packets dropped because the queue was full (drop-tail).
+    /// Packets dropped because the queue discipline's hard limit was
+    /// reached (drop-tail: the queue was full; FQ-CoDel: also queued packets
+    /// dropped from the fattest flow to make room).
     pub drops_queue: u64,
+    /// Packets dropped early by the queue discipline's AQM (RED, CoDel).
+    pub drops_aqm: u64,
+    /// Packets the queue discipline marked CE (RFC 3168) instead of
+    /// dropping them.
+    pub ecn_marks: u64,
     /// Packets dropped because their TTL / hop limit expired.
     pub drops_ttl: u64,
     /// Packets dropped as malformed: empty, over the size cap, or an IP
@@ -66,4 +73,46 @@ pub struct PortSnapshot {
     pub mode: Mode,
     /// Event counters.
     pub counters: Counters,
+}
+
+/// Upper bounds (seconds) of the buckets of [`SojournHistogram`]; the last
+/// bucket is everything above the last bound.
+pub const SOJOURN_BOUNDS_S: [f64; 16] = [
+    0.000_1, 0.000_2, 0.000_5, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+    10.0,
+];
+
+/// Queueing delays (sojourn times: enqueue to the start of transmission) of
+/// the packets a port dequeued: a fixed-bucket histogram plus the exact sum,
+/// cheap enough to record per packet (no allocation; 17 counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SojournHistogram {
+    /// Packets per bucket: `counts[i]` for sojourns ≤ `SOJOURN_BOUNDS_S[i]`
+    /// (and above the previous bound), `counts[16]` above 10 s.
+    pub counts: [u64; 17],
+    /// Sum of all sojourns, ns.
+    pub sum_ns: u64,
+    /// Number of packets recorded.
+    pub count: u64,
+}
+
+impl SojournHistogram {
+    /// Records one sojourn of `ns` nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        let s = ns as f64 / 1e9;
+        let i = SOJOURN_BOUNDS_S
+            .iter()
+            .position(|&b| s <= b)
+            .unwrap_or(SOJOURN_BOUNDS_S.len());
+        if let Some(c) = self.counts.get_mut(i) {
+            *c += 1;
+        }
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+        self.count += 1;
+    }
+
+    /// Mean sojourn in seconds, if any packet was recorded.
+    pub fn mean_s(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / 1e9 / self.count as f64)
+    }
 }

@@ -1,0 +1,157 @@
+//! Queue disciplines: the swappable queue stage of a [`Port`](crate::Port)
+//! (DESIGN §8.1).
+//!
+//! A port's pipeline is
+//!
+//! ```text
+//! ingress (classify, TTL) → queue discipline → shaper at C
+//!                         → signalling on dequeue (KA | native RCP | none) → delay line
+//! ```
+//!
+//! and the queue discipline is one [`QueueDiscipline`] trait object, in the
+//! spirit of Linux's `net/sched/` ops tables: enqueue with a verdict,
+//! dequeue when the link is free, occupancy in packets and bytes, and the
+//! time the head has waited. Any discipline combines with any signalling:
+//! the KA TCP-mode detector and RCP's q read the discipline's occupancy,
+//! whatever it is. One file per discipline:
+//!
+//! | kind | file | what |
+//! |---|---|---|
+//! | [`DropTail`] | `droptail.rs` | FIFO, tail drop at the limit (DESIGN §4.1; the default) |
+//!
+//! Times are nanoseconds on the port's clock ([`Nanos`]). A discipline may
+//! drop packets inside `dequeue` (CoDel) or drop an already queued packet to
+//! make room (FQ-CoDel): it frees them itself and counts them in
+//! [`QdiscStats`], which the port folds into its [`Counters`](crate::Counters).
+//! ECN marking (RFC 3168) goes through [`ka_codec::wire::ecn::mark_ce`].
+//!
+//! Memory: every discipline holds at most its packet limit (the port's
+//! `queue_limit`) of packets, each at most
+//! [`MAX_PACKET_LEN`](crate::MAX_PACKET_LEN); per-discipline state beyond
+//! that is fixed-size and documented on each.
+
+mod droptail;
+
+pub use droptail::DropTail;
+
+use std::fmt;
+
+/// Time on a port's clock: nanoseconds since the port was created.
+pub type Nanos = u64;
+
+/// What a discipline did with an arriving packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Queued as it was.
+    Queued,
+    /// Queued with its ECN field set to CE (RFC 3168) instead of dropped.
+    Marked,
+    /// Not queued (freed).
+    Dropped(DropCause),
+}
+
+impl Verdict {
+    /// Whether the packet is in the queue now.
+    pub fn is_queued(self) -> bool {
+        !matches!(self, Verdict::Dropped(_))
+    }
+}
+
+/// Why a discipline dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropCause {
+    /// The hard limit (packets or memory) was reached.
+    Overflow,
+    /// An early drop by the active queue management (RED's probability,
+    /// CoDel's control law) of a packet that could not be ECN-marked.
+    Aqm,
+}
+
+/// A packet leaving the discipline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dequeued {
+    /// The packet.
+    pub packet: Vec<u8>,
+    /// When it was enqueued (its sojourn is `now − enqueued_at`).
+    pub enqueued_at: Nanos,
+}
+
+/// Monotonic counters a discipline keeps (never reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QdiscStats {
+    /// Packets dropped because a hard limit was reached: arrivals refused
+    /// *and* queued packets dropped to make room (FQ-CoDel's fattest-flow
+    /// drop).
+    pub drops_overflow: u64,
+    /// Packets dropped early by the AQM (at enqueue or dequeue).
+    pub drops_aqm: u64,
+    /// Packets marked CE instead of dropped.
+    pub marks: u64,
+}
+
+/// A queue discipline (see the module docs). Implementations never panic on
+/// any packet bytes and never read a clock.
+pub trait QueueDiscipline: Send + fmt::Debug {
+    /// A short name for logs and metrics ("droptail", "red", "fq-codel").
+    fn name(&self) -> &'static str;
+
+    /// A packet arrives at `now`. The port has already validated the IP
+    /// header (or found the packet not to be IP at all).
+    fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict;
+
+    /// The link is free at `now`: the next packet to send, if any. May drop
+    /// packets on the way (counted in [`QueueDiscipline::stats`]).
+    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued>;
+
+    /// Packets queued.
+    fn len(&self) -> usize;
+
+    /// Whether nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes queued.
+    fn bytes(&self) -> usize;
+
+    /// When the oldest queued packet was enqueued (`None` if empty). For a
+    /// FIFO that is the head; for a multi-queue discipline, the oldest head.
+    fn oldest_enqueued_at(&self) -> Option<Nanos>;
+
+    /// The discipline's counters.
+    fn stats(&self) -> QdiscStats;
+
+    /// Flow queues holding packets right now, for disciplines that have
+    /// them (FQ-CoDel); `None` for single-queue disciplines.
+    fn active_flows(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Which discipline a port uses, with its knobs (the packet limit is the
+/// port's [`queue_limit`](crate::PortConfig::queue_limit)).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum QdiscConfig {
+    /// FIFO with tail drop (DESIGN §4.1). The default.
+    #[default]
+    DropTail,
+}
+
+impl QdiscConfig {
+    /// The discipline's name, as in [`QueueDiscipline::name`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            QdiscConfig::DropTail => "droptail",
+        }
+    }
+
+    /// Builds the discipline for a port with packet limit `limit` and
+    /// capacity `capacity_bps`; `seed` feeds its randomness (drop
+    /// decisions, hash perturbation) so runs are reproducible.
+    pub fn build(&self, limit: usize, capacity_bps: u64, seed: u64) -> Box<dyn QueueDiscipline> {
+        let _ = (capacity_bps, seed);
+        match self {
+            QdiscConfig::DropTail => Box::new(DropTail::new(limit)),
+        }
+    }
+}

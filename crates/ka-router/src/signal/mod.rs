@@ -1,0 +1,105 @@
+//! Signalling stages: what a [`Port`](crate::Port) learns from arriving
+//! packets and writes into departing ones (DESIGN §8.1).
+//!
+//! The port owns the queue discipline, the shaper and the delay line; the
+//! signalling stage owns everything protocol-specific: the controller and
+//! its control loop, what it reads from arrivals (RTT indicators, header
+//! fields) and what it does to a packet on dequeue (fragment it, lower an
+//! option). One [`Signaller`] trait object per port; one file per kind:
+//!
+//! | kind | file | what |
+//! |---|---|---|
+//! | [`RateSignal`] | `rate.rs` | an explicit-rate controller ([`RateController`](crate::RateController), RCP by default) with a carrier: Kick-Ass fragments (with the TCP-mode detector), the native-RCP IPv4 option, or none |
+//!
+//! The port calls, in time order: [`Signaller::on_arrival`] for every
+//! packet that passed ingress (before the discipline's verdict),
+//! [`Signaller::on_queue`] after every enqueue attempt,
+//! [`Signaller::on_dequeue`] for every packet leaving the discipline (the
+//! stage returns the piece or pieces to serialise), and
+//! [`Signaller::on_timer`] at [`Signaller::next_timer`] — which comes
+//! before a dequeue due at the same instant. A stage never reads a clock.
+
+pub mod rate;
+
+pub use rate::RateSignal;
+
+use std::time::Duration;
+
+use ka_codec::Code;
+
+use crate::classify::PacketKind;
+use crate::mode::Mode;
+use crate::qdisc::Nanos;
+use crate::stats::Counters;
+
+/// The queue discipline's occupancy, as a stage sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueState {
+    /// Packets queued.
+    pub packets: usize,
+    /// Bytes queued.
+    pub bytes: usize,
+}
+
+/// What a stage makes of a dequeued packet: the piece(s) to put on the
+/// wire, back to back.
+pub type Pieces = (Vec<u8>, Option<Vec<u8>>);
+
+/// A signalling stage (see the module docs). Implementations never panic on
+/// any packet bytes and never read a clock.
+pub trait Signaller: Send {
+    /// A packet passed ingress at `t` and is about to be offered to the
+    /// queue discipline (whatever its verdict: RCP counts drops as input).
+    fn on_arrival(&mut self, t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters);
+
+    /// The queue holds `q` after an enqueue attempt at `t`.
+    fn on_queue(&mut self, t: Nanos, q: QueueState);
+
+    /// When the stage next needs [`Signaller::on_timer`] (port time).
+    fn next_timer(&self) -> Nanos;
+
+    /// The timer fired at `t`. Nothing else happens before `horizon` (the
+    /// time the caller advances to, or the next dequeue if earlier), so a
+    /// stage may process the timers up to it in one go. `q` is the queue.
+    fn on_timer(&mut self, t: Nanos, horizon: Nanos, q: QueueState);
+
+    /// `packet` left the queue discipline at `t`, leaving `q` behind:
+    /// returns what goes on the wire.
+    fn on_dequeue(
+        &mut self,
+        t: Nanos,
+        packet: Vec<u8>,
+        q: QueueState,
+        counters: &mut Counters,
+    ) -> Pieces;
+
+    /// The rate the stage advertises, B/ms (for an explicit-rate stage R;
+    /// for others the best equivalent, e.g. the fair share the stage hands
+    /// out; 0 if none).
+    fn rate(&self) -> f64;
+
+    /// The KA code stamped on dequeue right now, if any.
+    fn signal(&self) -> Option<Code> {
+        None
+    }
+
+    /// The average RTT d the stage uses.
+    fn rtt(&self) -> Duration;
+
+    /// KA or TCP mode (stages without a TCP-mode detector are always in
+    /// [`Mode::Ka`]).
+    fn mode(&self) -> Mode {
+        Mode::Ka
+    }
+
+    /// Mode changes so far.
+    fn mode_changes(&self) -> u64 {
+        0
+    }
+
+    /// The queue length (packets) at which the stage enters TCP mode
+    /// (`usize::MAX` for stages without one).
+    fn mode_threshold(&self) -> usize {
+        usize::MAX
+    }
+}

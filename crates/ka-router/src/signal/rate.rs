@@ -1,0 +1,405 @@
+//! Explicit-rate signalling: a [`RateController`] (RCP by default, DESIGN
+//! §4.3) run every control interval, and a carrier that tells senders R on
+//! dequeue — Kick-Ass fragments with the TCP-mode detector (DESIGN §4.2,
+//! §4.4), the native-RCP IPv4 option (DESIGN §3.4), or nothing.
+//!
+//! See the crate docs ("Control loop") for the exact rules; this is the
+//! code that implements them.
+
+use std::time::Duration;
+
+use ka_codec::{Code, RateTable};
+
+use super::{Pieces, QueueState, Signaller};
+use crate::classify::PacketKind;
+use crate::config::{PortConfig, QueueMeasure, Signalling};
+use crate::controller::{Measurement, RateController};
+use crate::mode::{Mode, ModeDetector};
+use crate::native;
+use crate::persist::{self, PersistentQueue};
+use crate::qdisc::Nanos;
+use crate::stamp::{self, Skip, StampConfig, Stamped};
+use crate::stats::Counters;
+use crate::time::duration_ns;
+
+/// The first identification a port puts into the IPv6 Fragment headers it
+/// inserts ("KA" in the top half); later ones count up from there
+/// (wrapping; every IPv6 split takes one). Existing Fragment headers keep
+/// their identification.
+pub const IPV6_IDENT_START: u32 = 0x4B41_0000;
+
+/// The explicit-rate stage: controller + carrier ([`Signalling::Ka`],
+/// [`Signalling::NativeRcp`] or [`Signalling::None`]).
+pub struct RateSignal {
+    config: PortConfig,
+    /// The carrier.
+    carrier: Signalling,
+    capacity: f64,
+    /// The controller's ceiling (see [`Measurement::max_rate`]).
+    max_rate: f64,
+    controller: Box<dyn RateController>,
+    /// `None` if the configured scale is invalid (then nothing is stamped).
+    table: Option<RateTable>,
+    /// d in milliseconds.
+    rtt_ms: f64,
+    mode: ModeDetector,
+    last_tick: u64,
+    next_tick: u64,
+    /// Bytes that arrived since `last_tick`.
+    arrived: u64,
+    /// Minima of the queue over the last control intervals.
+    persistent: PersistentQueue,
+    /// R at the last control interval that ended with a short queue (at
+    /// most a tenth of the TCP-mode threshold), in KA mode.
+    calm_rate: f64,
+    ident6: u32,
+    /// Sigma-delta error of [`PortConfig::dither`], in [0, 1).
+    dither_acc: f64,
+    /// [`RcpConfig::queue_target`](crate::RcpConfig::queue_target) × C,
+    /// bytes.
+    queue_target_bytes: usize,
+}
+
+impl std::fmt::Debug for RateSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateSignal")
+            .field("carrier", &self.carrier)
+            .field("rate", &self.controller.rate())
+            .field("rtt_ms", &self.rtt_ms)
+            .field("mode", &self.mode.mode())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RateSignal {
+    /// The stage for a port with (sanitised) `config`, using `controller`
+    /// and the carrier `config.signalling`.
+    pub fn new(config: PortConfig, controller: Box<dyn RateController>) -> Self {
+        let rtt_ms = config.initial_rtt.as_secs_f64() * 1e3;
+        let table = RateTable::new(&config.scale).ok();
+        let capacity = config.capacity_bytes_per_ms();
+        let carrier = config.signalling;
+        let max_rate = match (&table, carrier) {
+            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            _ => capacity,
+        };
+        let mut s = Self {
+            carrier,
+            capacity,
+            max_rate,
+            controller,
+            table,
+            rtt_ms,
+            mode: ModeDetector::new(&config.mode, config.queue_limit),
+            last_tick: 0,
+            next_tick: 0,
+            arrived: 0,
+            persistent: PersistentQueue::default(),
+            calm_rate: 0.0,
+            ident6: IPV6_IDENT_START,
+            dither_acc: 0.0,
+            queue_target_bytes: (config.rcp.queue_target.as_secs_f64() * 1e3 * capacity) as usize,
+            config,
+        };
+        s.next_tick = s.control_interval_ns();
+        s.calm_rate = s.controller.rate();
+        s
+    }
+
+    fn is_ka(&self) -> bool {
+        self.carrier == Signalling::Ka
+    }
+
+    fn rtt_ns(&self) -> u64 {
+        // `as` saturates; d ≥ 1 µs by sanitising, EWMA keeps it positive.
+        (self.rtt_ms * 1e6) as u64
+    }
+
+    /// A queue this short (a tenth of the TCP-mode threshold) counts as
+    /// "short" for [`RateSignal::mode_on_queue`].
+    fn calm_queue(&self) -> usize {
+        self.mode.threshold() / 10
+    }
+
+    /// T = min(d, max_interval), at least 1 ns.
+    fn control_interval_ns(&self) -> u64 {
+        self.rtt_ns()
+            .min(duration_ns(self.config.rcp.max_interval))
+            .max(1)
+    }
+
+    /// When TCP mode's hold ends (KA carrier only).
+    fn mode_at(&self) -> Option<u64> {
+        if self.is_ka() {
+            self.mode.expiry(self.rtt_ns())
+        } else {
+            None
+        }
+    }
+
+    /// The control interval ending at `t`, plus every further interval up to
+    /// the next other event (or `horizon`), which all see the same
+    /// measurement: nothing arrives during `advance`, and the queue only
+    /// changes at dequeues.
+    fn tick(&mut self, t: u64, horizon: u64, mode_at: Option<u64>, q: QueueState) {
+        let frozen = self.is_ka() && self.mode.mode() == Mode::Tcp;
+        let interval = t.saturating_sub(self.last_tick).max(1);
+        let rtt = self.rtt();
+        let step = self.control_interval_ns();
+        // Intervals in one RTT (the persistent queue's window).
+        let window = usize::try_from(self.rtt_ns().div_ceil(step)).unwrap_or(usize::MAX);
+        let persistent = self.persistent.end_interval(q.bytes, window);
+        let mut m = Measurement {
+            interval: Duration::from_nanos(interval),
+            rtt,
+            capacity: self.capacity,
+            max_rate: self.max_rate,
+            input_rate: self.arrived as f64 / (interval as f64 / 1e6),
+            queue_bytes: match self.config.rcp.queue_measure {
+                QueueMeasure::Now => q.bytes,
+                QueueMeasure::Persistent => persistent,
+            }
+            .saturating_sub(self.queue_target_bytes),
+        };
+        if !frozen {
+            self.controller.on_interval(&m);
+            if q.packets <= self.calm_queue() {
+                self.calm_rate = self.controller.rate();
+            }
+        }
+        self.arrived = 0;
+        self.last_tick = t;
+        let mut limit = horizon;
+        if let Some(md) = mode_at {
+            limit = limit.min(md.saturating_sub(1));
+        }
+        let n = limit.saturating_sub(t) / step;
+        // Only while in TCP mode can the idle intervals end it (foreign
+        // traffic gone): then process them one at a time so the change
+        // lands in the right interval.
+        let tcp_mode = self.is_ka() && self.mode.mode() == Mode::Tcp;
+        let n = if tcp_mode { n.min(1) } else { n };
+        // A standing queue (a link slower than one packet per interval) makes
+        // the persistent queue change from interval to interval as the
+        // window slides: take those intervals one tick at a time.
+        let n = if q.packets == 0 { n } else { 0 };
+        if n > 0 {
+            // The queue is empty throughout, so the persistent queue is 0.
+            let slots = usize::try_from(n).unwrap_or(usize::MAX);
+            for _ in 0..slots.min(persist::MAX_WINDOW_INTERVALS) {
+                self.persistent.end_interval(0, window);
+            }
+            if !frozen {
+                m.interval = Duration::from_nanos(step);
+                m.input_rate = 0.0;
+                m.queue_bytes = 0;
+                self.controller.on_intervals(&m, n);
+                if q.packets <= self.calm_queue() {
+                    self.calm_rate = self.controller.rate();
+                }
+            }
+            self.last_tick = t + n * step;
+        }
+        if self.is_ka() {
+            self.mode
+                .on_interval(interval, n.saturating_mul(step), self.rtt_ns());
+        }
+        self.next_tick = self.last_tick.saturating_add(step);
+    }
+
+    /// The mode detector sees the queue length now; on entering TCP mode R
+    /// is frozen at the value it had while the queue was last short.
+    fn mode_on_queue(&mut self, t: u64, len: usize) {
+        let before = self.mode.mode();
+        self.mode.on_queue(t, len);
+        if before == Mode::Ka
+            && self.mode.mode() == Mode::Tcp
+            && self.controller.rate() < self.calm_rate
+        {
+            self.controller.restore(self.calm_rate);
+        }
+    }
+
+    /// [`PortConfig::dither`]: `code` = encode(R) or the next code up, in
+    /// the proportion that makes the rate a sender paces at, averaged over
+    /// the packets it sends, equal to R. A packet paced at rate r takes
+    /// `size/r` of the sender's time, so the average rate is the *harmonic*
+    /// mean: the next code goes on a fraction `p = (1/lo − 1/R)/(1/lo −
+    /// 1/hi)` of packets. An error accumulator (first-order sigma-delta)
+    /// spreads them evenly; it is deterministic.
+    fn dither(&mut self, code: Code, counters: &mut Counters) -> Code {
+        let Some(table) = self.table.as_ref() else {
+            return code;
+        };
+        let Some(hi_code) = self.config.scale.next_code(code) else {
+            return code;
+        };
+        let (lo, hi) = (table.decode(code), table.decode(hi_code));
+        let r = self.controller.rate();
+        if !(r > lo && hi > lo) {
+            return code;
+        }
+        let p = ((1.0 / lo - 1.0 / r) / (1.0 / lo - 1.0 / hi)).clamp(0.0, 1.0);
+        self.dither_acc += p;
+        if self.dither_acc >= 1.0 {
+            self.dither_acc -= 1.0;
+            counters.dithered_up += 1;
+            hi_code
+        } else {
+            code
+        }
+    }
+
+    /// Per-packet signalling on dequeue.
+    fn egress(&mut self, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
+        match self.carrier {
+            Signalling::None => (packet, None),
+            Signalling::NativeRcp => {
+                let rate = native::bytes_per_sec(self.controller.rate());
+                if native::lower_rcp_option(&mut packet, rate) {
+                    counters.rcp_options_lowered += 1;
+                }
+                (packet, None)
+            }
+            Signalling::Ka => {
+                let Some(code) = self.signal() else {
+                    return (packet, None);
+                };
+                let code = if self.config.dither {
+                    self.dither(code, counters)
+                } else {
+                    code
+                };
+                let sc = StampConfig {
+                    scale: self.config.scale,
+                    saturate_min_payload: self.config.saturate_min_payload,
+                };
+                let stamped = match ka_codec::wire::ip_version(&packet) {
+                    Some(4) => stamp::stamp_ipv4_with(&sc, packet, code),
+                    Some(6) if self.config.ipv6_signal => {
+                        let s = stamp::stamp_ipv6_with(&sc, packet, code, self.ident6);
+                        if s.is_split() {
+                            self.ident6 = self.ident6.wrapping_add(1);
+                        }
+                        s
+                    }
+                    _ => return (packet, None),
+                };
+                match stamped {
+                    Stamped::Split(..) => counters.fragments_made += 1,
+                    Stamped::Untouched(_, Skip::Unparsable) => counters.unstampable += 1,
+                    Stamped::Untouched(..) => {}
+                }
+                stamped.into_pieces()
+            }
+        }
+    }
+}
+
+impl Signaller for RateSignal {
+    fn on_arrival(&mut self, _t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters) {
+        let indicator = match kind {
+            PacketKind::Ipv4 { indicator } | PacketKind::Ipv6 { indicator } => indicator,
+            PacketKind::NonIp => None,
+        };
+        if self.is_ka() {
+            // Foreign traffic (not from a KA endpoint) decides TCP mode (see
+            // the `mode` module docs).
+            let foreign = match kind {
+                PacketKind::Ipv4 { indicator } => {
+                    indicator.is_none() && packet.get(6).is_some_and(|b| b & 0x40 != 0)
+                }
+                PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
+                PacketKind::NonIp => true,
+            };
+            self.mode.on_arrival(packet.len(), foreign);
+        }
+        if let Some(k) = indicator {
+            counters.indicators_seen += 1;
+            let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
+            self.rtt_ms += self.config.rcp.rtt_gain * (sample - self.rtt_ms);
+        } else if self.carrier == Signalling::NativeRcp
+            && let Some(ms) = native::rcp_rtt_ms(packet)
+        {
+            // Native RCP carries the sender's RTT in every packet's option.
+            self.rtt_ms += self.config.rcp.rtt_gain * (f64::from(ms) - self.rtt_ms);
+        }
+        // y counts every packet offered to the queue, drops included.
+        self.arrived += packet.len() as u64;
+    }
+
+    fn on_queue(&mut self, t: Nanos, q: QueueState) {
+        if self.is_ka() {
+            self.mode_on_queue(t, q.packets);
+        }
+    }
+
+    fn next_timer(&self) -> Nanos {
+        // Ties: mode expiry before the tick.
+        match self.mode_at() {
+            Some(m) => m.min(self.next_tick),
+            None => self.next_tick,
+        }
+    }
+
+    fn on_timer(&mut self, t: Nanos, horizon: Nanos, q: QueueState) {
+        let mode_at = self.mode_at();
+        if mode_at.is_some_and(|m| m <= self.next_tick) {
+            self.mode.expire();
+        } else {
+            self.tick(t, horizon, mode_at, q);
+        }
+    }
+
+    fn on_dequeue(
+        &mut self,
+        t: Nanos,
+        packet: Vec<u8>,
+        q: QueueState,
+        counters: &mut Counters,
+    ) -> Pieces {
+        self.persistent.observe(q.bytes);
+        if self.is_ka() {
+            self.mode_on_queue(t, q.packets);
+        }
+        self.egress(packet, counters)
+    }
+
+    fn rate(&self) -> f64 {
+        self.controller.rate()
+    }
+
+    fn signal(&self) -> Option<Code> {
+        if !self.is_ka() || self.mode.mode() == Mode::Tcp {
+            return None;
+        }
+        self.table.as_ref()?.encode(self.controller.rate())
+    }
+
+    fn rtt(&self) -> Duration {
+        Duration::from_secs_f64(self.rtt_ms.max(0.0) / 1e3)
+    }
+
+    fn mode(&self) -> Mode {
+        self.mode.mode()
+    }
+
+    fn mode_changes(&self) -> u64 {
+        self.mode.changes()
+    }
+
+    fn mode_threshold(&self) -> usize {
+        self.mode.threshold()
+    }
+}
+
+/// The smallest code rate at or above `capacity` (C itself if C is above the
+/// top code): the ceiling that lets a KA port's quantised signal dither
+/// around C instead of sitting a code below it (see [`crate::Rcp`]).
+fn rate_ceiling(table: &RateTable, capacity: f64) -> f64 {
+    table
+        .codes()
+        .map(|c| table.decode(c))
+        .find(|&r| r >= capacity)
+        .unwrap_or(capacity)
+}
