@@ -31,8 +31,12 @@
 //! that is fixed-size and documented on each.
 
 mod droptail;
+mod fq_codel;
+mod red;
 
 pub use droptail::DropTail;
+pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use red::{Red, RedConfig};
 
 use std::fmt;
 
@@ -135,6 +139,10 @@ pub enum QdiscConfig {
     /// FIFO with tail drop (DESIGN §4.1). The default.
     #[default]
     DropTail,
+    /// Random Early Detection (DESIGN §8.2).
+    Red(RedConfig),
+    /// FQ-CoDel (DESIGN §8.3, RFC 8290).
+    FqCodel(FqCodelConfig),
 }
 
 impl QdiscConfig {
@@ -142,6 +150,8 @@ impl QdiscConfig {
     pub fn name(&self) -> &'static str {
         match self {
             QdiscConfig::DropTail => "droptail",
+            QdiscConfig::Red(_) => "red",
+            QdiscConfig::FqCodel(_) => "fq-codel",
         }
     }
 
@@ -149,9 +159,10 @@ impl QdiscConfig {
     /// capacity `capacity_bps`; `seed` feeds its randomness (drop
     /// decisions, hash perturbation) so runs are reproducible.
     pub fn build(&self, limit: usize, capacity_bps: u64, seed: u64) -> Box<dyn QueueDiscipline> {
-        let _ = (capacity_bps, seed);
         match self {
             QdiscConfig::DropTail => Box::new(DropTail::new(limit)),
+            QdiscConfig::Red(c) => Box::new(Red::new(*c, limit, capacity_bps, seed)),
+            QdiscConfig::FqCodel(c) => Box::new(FqCodel::new(*c, limit, seed)),
         }
     }
 }
