@@ -30,6 +30,7 @@ pub mod net;
 pub mod output;
 pub mod paper;
 pub mod plot;
+pub mod qspec;
 pub mod report;
 pub mod rng;
 pub mod router;

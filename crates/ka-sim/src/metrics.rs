@@ -30,6 +30,14 @@ pub enum Metric {
     /// per receiving host to the flow it last delivered data of, so exact
     /// when a receiver serves one flow at a time (the long-lived scenarios).
     WireBps,
+    /// Mean queueing delay (sojourn: enqueue to start of transmission) of
+    /// the packets a forward hop port dequeued in the bin, ms (`port:<name>`;
+    /// no row for a bin in which nothing was dequeued). Whatever the queue
+    /// discipline.
+    SojournMs,
+    /// Packets a forward hop port's queue discipline marked CE in the bin
+    /// (`port:<name>`).
+    Marks,
 }
 
 impl Metric {
@@ -42,6 +50,8 @@ impl Metric {
             Metric::KaMode => "ka_mode",
             Metric::RateBps => "rate_bps",
             Metric::WireBps => "wire_bps",
+            Metric::SojournMs => "sojourn_ms",
+            Metric::Marks => "marks",
         }
     }
 }

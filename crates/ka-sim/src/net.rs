@@ -147,6 +147,16 @@ fn ms(v: f64) -> SimTime {
     secs(v / 1e3)
 }
 
+/// The seed of the queue discipline of hop `hop`, direction `dir` (0
+/// forward, 1 reverse): a SplitMix64 mix of the scenario seed, so each port
+/// draws its own reproducible stream.
+fn qdisc_seed(seed: u64, hop: usize, dir: u64) -> u64 {
+    let mut z = seed ^ ((hop as u64) << 1 | dir).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The port configuration of one direction of a hop.
 pub fn port_config(
     capacity_bps: u64,
@@ -261,14 +271,18 @@ where
         hop_delay.push(delay);
         let fwd_bps = mbps(h.capacity_mbps);
         let rev_bps = mbps(h.reverse_capacity_mbps.unwrap_or(h.capacity_mbps));
-        let fwd_cfg = port_config(fwd_bps, delay, h.queue_pkts, h.port, &scenario.router);
-        let rev_cfg = port_config(
+        let mut fwd_cfg = port_config(fwd_bps, delay, h.queue_pkts, h.port, &scenario.router);
+        fwd_cfg.qdisc = h.queue.config();
+        fwd_cfg.seed = qdisc_seed(scenario.seed, i, 0);
+        let mut rev_cfg = port_config(
             rev_bps,
             delay,
             h.queue_pkts,
             h.reverse_port,
             &scenario.router,
         );
+        rev_cfg.qdisc = h.reverse_queue.config();
+        rev_cfg.seed = qdisc_seed(scenario.seed, i, 1);
         let (a, z) = (routers[i], routers[i + 1]);
         let f = b.port_link(a, z, &h.name, fwd_cfg);
         let r = b.port_link(z, a, &format!("{}-rev", h.name), rev_cfg);

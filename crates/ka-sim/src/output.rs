@@ -62,8 +62,16 @@ pub struct HopSummary {
     pub mean_queue_pkts: Option<f64>,
     /// Largest queue seen, packets.
     pub max_queue_pkts: Option<f64>,
-    /// Drop-tail drops at the forward port.
+    /// Forward queue discipline.
+    pub qdisc: &'static str,
+    /// Drops at the forward port's hard limit (drop-tail: queue full).
     pub drops: u64,
+    /// Early (AQM) drops at the forward port.
+    pub aqm_drops: u64,
+    /// CE marks at the forward port.
+    pub ecn_marks: u64,
+    /// Mean queueing delay at the forward port, ms (packets dequeued).
+    pub mean_sojourn_ms: Option<f64>,
     /// Drop-tail drops at the reverse port.
     pub reverse_drops: u64,
     /// Packets the forward port split.
@@ -199,7 +207,11 @@ pub fn summary(r: &RunResult, headline: serde_json::Value) -> Summary {
                 mean_utilization: metrics::mean(&util),
                 mean_queue_pkts: metrics::mean(&q),
                 max_queue_pkts: q.iter().copied().reduce(f64::max),
+                qdisc: h.qdisc,
                 drops: h.forward.drops_queue,
+                aqm_drops: h.forward.drops_aqm,
+                ecn_marks: h.forward.ecn_marks,
+                mean_sojourn_ms: h.sojourn.mean_s().map(|s| s * 1e3),
                 reverse_drops: h.reverse.drops_queue,
                 fragments_made: h.forward.fragments_made,
                 mode_changes: h.forward.mode_changes,

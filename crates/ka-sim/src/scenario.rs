@@ -30,6 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::qspec::QueueSpec;
 use crate::rng::ParetoSizes;
 
 /// A whole scenario.
@@ -141,6 +142,10 @@ pub struct Dumbbell {
     /// Signalling of the forward bottleneck port. Default `ka`.
     #[serde(default)]
     pub port: PortKind,
+    /// Queue discipline of the forward bottleneck port (its limit is
+    /// `queue_pkts`). Default drop-tail.
+    #[serde(default)]
+    pub queue: QueueSpec,
     /// Signalling of the reverse (ACK) port. Default `droptail`.
     #[serde(default = "droptail")]
     pub reverse_port: PortKind,
@@ -169,6 +174,10 @@ pub struct KaLegacy {
     /// Queue of both hops, packets. Default 1000.
     #[serde(default = "default_queue")]
     pub queue_pkts: usize,
+    /// Queue discipline of the legacy hop's forward port (the KA hop is
+    /// always drop-tail). Default drop-tail.
+    #[serde(default)]
+    pub queue: QueueSpec,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -192,6 +201,9 @@ pub struct ParkingLot {
     /// Signalling of every forward port. Default `ka`.
     #[serde(default)]
     pub port: PortKind,
+    /// Queue discipline of every forward port. Default drop-tail.
+    #[serde(default)]
+    pub queue: QueueSpec,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -231,6 +243,13 @@ pub struct Hop {
     /// Reverse port signalling. Default `droptail`.
     #[serde(default = "droptail")]
     pub reverse_port: PortKind,
+    /// Forward port queue discipline (limit `queue_pkts`). Default
+    /// drop-tail.
+    #[serde(default)]
+    pub queue: QueueSpec,
+    /// Reverse port queue discipline. Default drop-tail.
+    #[serde(default)]
+    pub reverse_queue: QueueSpec,
 }
 
 fn droptail() -> PortKind {
@@ -556,6 +575,10 @@ impl Scenario {
             if h.queue_pkts == 0 {
                 return bad(format!("hop {}: queue must be > 0", h.name));
             }
+            for q in [&h.queue, &h.reverse_queue] {
+                q.validate(&format!("hop {}", h.name))
+                    .map_err(ScenarioError::Invalid)?;
+            }
         }
         let acc = self.topology.access();
         if !(acc.rate_mbps.is_finite() && acc.rate_mbps > 0.0 && acc.delay_ms >= 0.0) {
@@ -637,6 +660,8 @@ impl Topology {
                 queue_pkts: d.queue_pkts,
                 port: d.port,
                 reverse_port: d.reverse_port,
+                queue: d.queue,
+                reverse_queue: QueueSpec::Droptail,
             }],
             Topology::KaLegacy(k) => {
                 let one_way = (k.rtt_ms / 2.0 - 2.0 * k.access.delay_ms).max(0.0);
@@ -650,6 +675,8 @@ impl Topology {
                         queue_pkts: k.queue_pkts,
                         port: PortKind::Ka,
                         reverse_port: PortKind::Droptail,
+                        queue: QueueSpec::Droptail,
+                        reverse_queue: QueueSpec::Droptail,
                     },
                     Hop {
                         name: "legacy".into(),
@@ -659,6 +686,8 @@ impl Topology {
                         queue_pkts: k.queue_pkts,
                         port: PortKind::Droptail,
                         reverse_port: PortKind::Droptail,
+                        queue: k.queue,
+                        reverse_queue: QueueSpec::Droptail,
                     },
                 ]
             }
@@ -674,6 +703,8 @@ impl Topology {
                         queue_pkts: p.queue_pkts,
                         port: p.port,
                         reverse_port: PortKind::Droptail,
+                        queue: p.queue,
+                        reverse_queue: QueueSpec::Droptail,
                     })
                     .collect()
             }
@@ -777,6 +808,7 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
             rtt_ms: 100.0,
             queue_pkts: 100,
             port: PortKind::Ka,
+            queue: QueueSpec::Droptail,
             access: Access::default(),
         });
         let hops = p.hops();

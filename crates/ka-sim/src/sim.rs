@@ -54,6 +54,10 @@ pub struct HopResult {
     pub capacity_bps: u64,
     /// Forward signalling.
     pub port: PortKind,
+    /// The forward port's queue discipline ("droptail", "red", "fq-codel").
+    pub qdisc: &'static str,
+    /// Queueing delays at the forward port over the whole run.
+    pub sojourn: ka_router::SojournHistogram,
     /// Forward port counters at the end.
     pub forward: Counters,
     /// Reverse port counters at the end.
@@ -149,6 +153,9 @@ where
         })
         .collect();
     let mut last_out = vec![0u64; net.hops.len()];
+    // Per hop: sojourn (sum ns, count) and marks at the end of the last bin.
+    let mut last_sojourn = vec![(0u64, 0u64); net.hops.len()];
+    let mut last_marks = vec![0u64; net.hops.len()];
     let mut ka_bins = vec![0u64; net.hops.len()];
     let mut bins = 0u64;
     let mut flow_ent: Vec<Option<u32>> = Vec::new();
@@ -167,6 +174,7 @@ where
             slot.port.handle_timeout(clock.instant(next));
             let q = slot.take_queue_max();
             let snap = slot.snapshot();
+            let soj = *slot.port.sojourn();
             net.engine.rearm_node(node);
             let out = snap.counters.bytes_out;
             // Pieces are counted whole when they leave (after the hop's
@@ -185,6 +193,15 @@ where
             if port_kind != PortKind::Droptail {
                 series.push(next, Metric::RateBps, port_e, snap.rate_bps);
             }
+            let (sum0, n0) = last_sojourn[i];
+            if soj.count > n0 {
+                let mean_ns = (soj.sum_ns - sum0) as f64 / (soj.count - n0) as f64;
+                series.push(next, Metric::SojournMs, port_e, mean_ns / 1e6);
+            }
+            last_sojourn[i] = (soj.sum_ns, soj.count);
+            let marks = snap.counters.ecn_marks;
+            series.push(next, Metric::Marks, port_e, (marks - last_marks[i]) as f64);
+            last_marks[i] = marks;
         }
         let world = &mut net.engine.shared;
         for &id in &world.tracked {
@@ -251,9 +268,14 @@ where
                     .map(|p| p.snapshot().counters)
                     .unwrap_or_default()
             };
+            let fwd_port = net.router(h.fwd.0).and_then(|r| r.port(h.fwd.1));
+            let sojourn = fwd_port.map(|p| *p.port.sojourn()).unwrap_or_default();
+            let qdisc = fwd_port.map_or("droptail", |p| p.port.queue_discipline().name());
             HopResult {
                 name: h.name.clone(),
                 capacity_bps: h.capacity_bps,
+                qdisc,
+                sojourn,
                 port: h.port,
                 forward: counters(h.fwd),
                 reverse: counters(h.rev),

@@ -72,7 +72,16 @@ impl Forwarder for KaPorts {
             queue_packets: s.queue_packets as u64,
             queue_bytes: s.queue_bytes as u64,
             rtt: s.rtt,
+            qdisc: self.port(dir).queue_discipline().name(),
             drops_queue: c.drops_queue,
+            drops_aqm: c.drops_aqm,
+            ecn_marks: c.ecn_marks,
+            active_flows: self
+                .port(dir)
+                .queue_discipline()
+                .active_flows()
+                .map(|n| n as u64),
+            sojourn: *self.port(dir).sojourn(),
             drops_ttl: c.drops_ttl,
             drops_malformed: c.drops_malformed,
             non_ip: c.non_ip,

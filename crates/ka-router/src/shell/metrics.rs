@@ -169,6 +169,24 @@ impl Collector for RouterCollector {
         )?;
         counter(
             &mut enc,
+            "ka_router_drops_aqm",
+            "Packets dropped early by the queue discipline's AQM (RED probability, CoDel control law)",
+            &c(&|c, _| c.drops_aqm),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_ecn_marks",
+            "Packets the queue discipline marked CE (RFC 3168) instead of dropping",
+            &c(&|c, _| c.ecn_marks),
+        )?;
+        gauge(
+            &mut enc,
+            "ka_router_flow_queues",
+            "FQ-CoDel flow queues holding packets (0 for single-queue disciplines)",
+            &g(&|c, _| c.active_flows.unwrap_or(0) as f64),
+        )?;
+        counter(
+            &mut enc,
             "ka_router_drops_ttl",
             "Packets dropped because TTL / hop limit ran out",
             &c(&|c, _| c.drops_ttl),
@@ -227,6 +245,38 @@ impl Collector for RouterCollector {
             "Failed reads from the input device",
             &c(&|_, io| io.read_errors),
         )?;
+        {
+            let h = Histogram::new(std::iter::empty());
+            let mut m = enc.encode_descriptor(
+                "ka_router_sojourn_seconds",
+                "Queueing delay of dequeued packets (enqueue to start of transmission), any queue discipline",
+                None,
+                h.metric_type(),
+            )?;
+            for (d, core, _) in &dirs {
+                let s = &core.sojourn;
+                // Per-bucket counts: the encoder makes them cumulative.
+                let buckets: Vec<(f64, u64)> = s
+                    .counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let bound = crate::stats::SOJOURN_BOUNDS_S
+                            .get(i)
+                            .copied()
+                            .unwrap_or(f64::INFINITY);
+                        (bound, *n)
+                    })
+                    .collect();
+                m.encode_family(&[("direction", d.label())])?
+                    .encode_histogram::<NoLabelSet>(
+                        s.sum_ns as f64 / 1e9,
+                        s.count,
+                        &buckets,
+                        None,
+                    )?;
+            }
+        }
         let l = self.0.lateness.load();
         // Per-bucket counts: the encoder makes them cumulative.
         let buckets: Vec<(f64, u64)> = l
@@ -336,7 +386,17 @@ mod tests {
                 fragments: 34,
                 drops_queue: 5,
                 drops_ttl: 1,
+                drops_aqm: 7,
+                ecn_marks: 9,
+                active_flows: Some(3),
                 rtt: Duration::from_millis(40),
+                sojourn: {
+                    let mut h = crate::SojournHistogram::default();
+                    h.record(300_000); // 0.3 ms: the 0.5 ms bucket
+                    h.record(300_000);
+                    h.record(40_000_000); // 40 ms: the 50 ms bucket
+                    h
+                },
                 ..CoreStats::default()
             },
             CoreStats::default(),
@@ -356,7 +416,16 @@ mod tests {
             "ka_router_mode{direction=\"reverse\"} 0.0",
             "ka_router_queue_packets{direction=\"forward\"} 12.0",
             "ka_router_fragments_total{direction=\"forward\"} 34",
-            "ka_router_drops_total{direction=\"forward\"} 6",
+            "ka_router_drops_total{direction=\"forward\"} 13",
+            "ka_router_drops_aqm_total{direction=\"forward\"} 7",
+            "ka_router_ecn_marks_total{direction=\"forward\"} 9",
+            "ka_router_flow_queues{direction=\"forward\"} 3.0",
+            "ka_router_flow_queues{direction=\"reverse\"} 0.0",
+            "ka_router_sojourn_seconds_count{direction=\"forward\"} 3",
+            "ka_router_sojourn_seconds_bucket{le=\"0.0002\",direction=\"forward\"} 0",
+            "ka_router_sojourn_seconds_bucket{le=\"0.0005\",direction=\"forward\"} 2",
+            "ka_router_sojourn_seconds_bucket{le=\"0.05\",direction=\"forward\"} 3",
+            "ka_router_sojourn_seconds_count{direction=\"reverse\"} 0",
             "ka_router_drops_total{direction=\"reverse\"} 0",
             "ka_router_rtt_seconds{direction=\"forward\"} 0.04",
             "ka_router_write_errors_total{direction=\"reverse\"} 3",

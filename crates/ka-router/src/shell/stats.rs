@@ -51,8 +51,20 @@ pub struct CoreStats {
     pub queue_bytes: u64,
     /// Smoothed path RTT d the controller uses.
     pub rtt: Duration,
-    /// Packets dropped because the queue was full.
+    /// The queue discipline ("droptail", "red", "fq-codel").
+    pub qdisc: &'static str,
+    /// Packets dropped at the queue discipline's hard limit (drop-tail:
+    /// queue full; FQ-CoDel: also the fattest flow's packets dropped to
+    /// make room).
     pub drops_queue: u64,
+    /// Packets dropped early by the queue discipline's AQM (RED, CoDel).
+    pub drops_aqm: u64,
+    /// Packets marked CE instead of dropped.
+    pub ecn_marks: u64,
+    /// Flow queues holding packets (FQ-CoDel; `None` otherwise).
+    pub active_flows: Option<u64>,
+    /// Queueing delays of the packets dequeued so far.
+    pub sojourn: crate::SojournHistogram,
     /// Packets dropped because their TTL / hop limit ran out.
     pub drops_ttl: u64,
     /// Packets dropped as malformed.
@@ -79,6 +91,7 @@ impl CoreStats {
     /// All drops made by the core.
     pub fn drops(&self) -> u64 {
         self.drops_queue
+            .saturating_add(self.drops_aqm)
             .saturating_add(self.drops_ttl)
             .saturating_add(self.drops_malformed)
     }
@@ -295,8 +308,8 @@ impl std::fmt::Display for DirectionSummary {
         let (io, c) = (&self.io, &self.core);
         write!(
             f,
-            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, drops {} (queue {}, ttl {}, malformed {}), \
-             input overflow {}, read errors {}, write errors {}, non-IP {}, indicators {}, mode changes {}, \
+            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
+             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, indicators {}, mode changes {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
@@ -305,8 +318,12 @@ impl std::fmt::Display for DirectionSummary {
             c.fragments,
             c.drops(),
             c.drops_queue,
+            c.drops_aqm,
             c.drops_ttl,
             c.drops_malformed,
+            c.ecn_marks,
+            c.qdisc,
+            c.sojourn.mean_s().unwrap_or(0.0) * 1e3,
             io.input_overflow,
             io.read_errors,
             io.write_errors,

@@ -8,6 +8,7 @@ use clap::{Parser, ValueEnum};
 use ka_codec::units::{parse_duration, parse_rate};
 use ka_router::shell::{Pacer, ShellConfig, TunOptions};
 
+use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
 use ka_router::{PortConfig, QueueMeasure, Signalling};
 
@@ -52,8 +53,8 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "0")]
     pub delay: Duration,
 
-    /// Drop-tail queue limit per direction, in packets. The port stops signalling (TCP mode)
-    /// while the queue is at or above half of it.
+    /// Queue limit per direction, in packets (the queue discipline's hard limit). The port
+    /// stops signalling (TCP mode) while the queue is at or above half of it.
     #[arg(long, value_name = "PACKETS", default_value_t = 1000)]
     pub queue: usize,
 
@@ -105,9 +106,12 @@ pub struct Args {
     pub ipv6_signal: OnOff,
 
     /// How to tell senders the rate: ka (fragment lengths), rcp (native RCP IPv4 option,
-    /// baseline), none (plain drop-tail shaper).
-    #[arg(long, value_enum, default_value = "ka")]
+    /// baseline), none (no signalling: a plain shaper with the --qdisc queue).
+    #[arg(long, visible_alias = "signal", value_enum, default_value = "ka")]
     pub signalling: SignallingArg,
+
+    #[command(flatten)]
+    pub qdisc: QdiscArgs,
 
     /// MTU set on both devices.
     #[arg(long, value_name = "BYTES", default_value_t = 1500)]
@@ -175,15 +179,22 @@ fn rate(s: &str) -> Result<u64, String> {
     }
 }
 
-fn duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| format!("{e} (try e.g. 50ms, 250us, 1s)"))
 }
 
 impl Args {
     /// The two ports' configurations (forward, reverse), validated.
     pub fn port_configs(&self) -> anyhow::Result<(PortConfig, PortConfig)> {
-        let make = |capacity: u64| -> anyhow::Result<PortConfig> {
+        let seed = self.qdisc.seed();
+        let fwd_qdisc = self.qdisc.config(self.qdisc.qdisc)?;
+        let rev_qdisc = self
+            .qdisc
+            .config(self.qdisc.reverse_qdisc.unwrap_or(self.qdisc.qdisc))?;
+        let make = |capacity: u64, qdisc, seed| -> anyhow::Result<PortConfig> {
             let mut c = PortConfig::new(capacity);
+            c.qdisc = qdisc;
+            c.seed = seed;
             c.queue_limit = self.queue;
             c.delay = self.delay;
             c.initial_rtt = self.rtt;
@@ -206,8 +217,12 @@ impl Args {
             Ok(c)
         };
         Ok((
-            make(self.rate)?,
-            make(self.reverse_rate.unwrap_or(self.rate))?,
+            make(self.rate, fwd_qdisc, seed)?,
+            make(
+                self.reverse_rate.unwrap_or(self.rate),
+                rev_qdisc,
+                seed ^ 0x5245_5645_5253_4521,
+            )?,
         ))
     }
 
@@ -330,6 +345,96 @@ mod tests {
         assert_eq!(r.rcp.queue_target, Duration::ZERO);
         assert!(!r.dither);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+    }
+
+    #[test]
+    fn queue_disciplines() {
+        use ka_router::qdisc::QdiscConfig;
+        let a = parse(&["--in", "a", "--out", "b", "--rate", "20mbit"]).unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        assert_eq!(
+            (f.qdisc, r.qdisc),
+            (QdiscConfig::DropTail, QdiscConfig::DropTail)
+        );
+        let a = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "20mbit",
+            "--qdisc",
+            "fq-codel",
+            "--codel-target",
+            "2ms",
+            "--fq-flows",
+            "64",
+            "--ecn",
+            "off",
+            "--qdisc-seed",
+            "7",
+            "--signal",
+            "none",
+        ])
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        let QdiscConfig::FqCodel(c) = f.qdisc else {
+            panic!("{:?}", f.qdisc)
+        };
+        assert_eq!(c.target, Duration::from_millis(2));
+        assert_eq!(c.interval, Duration::from_millis(100));
+        assert_eq!((c.flows, c.quantum, c.ecn), (64, 1514, false));
+        assert_eq!(r.qdisc, f.qdisc, "the reverse direction mirrors --qdisc");
+        assert_eq!(f.seed, 7);
+        assert_ne!(r.seed, f.seed, "each direction its own hash secret");
+        assert_eq!(f.signalling, Signalling::None);
+        let a = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "20mbit",
+            "--qdisc",
+            "red",
+            "--red-min",
+            "100",
+            "--red-max",
+            "300",
+            "--red-max-p",
+            "0.2",
+            "--reverse-qdisc",
+            "droptail",
+        ])
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        let QdiscConfig::Red(c) = f.qdisc else {
+            panic!("{:?}", f.qdisc)
+        };
+        assert_eq!(
+            (c.min_th, c.max_th, c.max_p, c.ecn),
+            (100.0, 300.0, 0.2, true)
+        );
+        assert_eq!(r.qdisc, QdiscConfig::DropTail);
+        for bad in [
+            &["--qdisc", "red", "--red-min", "800"][..],
+            &["--qdisc", "red", "--red-max-p", "1.5"],
+            &["--qdisc", "fq-codel", "--codel-interval", "0"],
+        ] {
+            let mut v = vec!["--in", "a", "--out", "b", "--rate", "1mbit"];
+            v.extend_from_slice(bad);
+            let err = parse(&v).unwrap().port_configs().unwrap_err().to_string();
+            assert!(err.contains("--"), "{bad:?}: {err}");
+        }
+        for bad in [
+            &["--qdisc", "fq_codel"][..],
+            &["--fq-flows", "0"],
+            &["--ecn", "maybe"],
+        ] {
+            let mut v = vec!["--in", "a", "--out", "b", "--rate", "1mbit"];
+            v.extend_from_slice(bad);
+            assert!(parse(&v).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

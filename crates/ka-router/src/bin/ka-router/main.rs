@@ -5,6 +5,7 @@
 //! `--in`. See `ka-router --help` and DESIGN §4.5.
 
 mod args;
+mod qdisc_args;
 mod realtime;
 
 use std::time::Instant;
@@ -34,6 +35,8 @@ fn main() -> anyhow::Result<()> {
             delay = ?forward.delay,
             queue = forward.queue_limit,
             signalling = ?forward.signalling,
+            qdisc = forward.qdisc.name(),
+            reverse_qdisc = reverse.qdisc.name(),
             "starting"
         );
     }

@@ -1,0 +1,134 @@
+//! `--qdisc` and the queue disciplines' knobs (DESIGN §8.1–8.3).
+
+use std::time::Duration;
+
+use clap::{Args as ClapArgs, ValueEnum};
+use ka_router::qdisc::{FqCodelConfig, QdiscConfig, RedConfig};
+
+use crate::args::OnOff;
+
+/// `--qdisc` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QdiscArg {
+    /// FIFO, drop the arrival when --queue packets are queued.
+    Droptail,
+    /// Random Early Detection (Floyd & Jacobson 1993), gentle, ECN marking.
+    Red,
+    /// FQ-CoDel (RFC 8290): hashed flow queues, DRR, CoDel per queue, ECN marking.
+    FqCodel,
+}
+
+/// Queue-discipline options (both directions share the knobs).
+#[derive(Debug, Clone, ClapArgs)]
+#[command(next_help_heading = "Queue discipline")]
+pub struct QdiscArgs {
+    /// Queue discipline of the forward direction. Its hard limit is --queue packets (Linux's
+    /// fq_codel defaults to 10240; here the one --queue sets every discipline's limit).
+    #[arg(long, value_enum, default_value = "droptail")]
+    pub qdisc: QdiscArg,
+
+    /// Queue discipline of the reverse direction [default: same as --qdisc].
+    #[arg(long, value_enum)]
+    pub reverse_qdisc: Option<QdiscArg>,
+
+    /// RED: min_th, average queue in packets below which nothing is dropped or marked.
+    #[arg(long, value_name = "PACKETS", default_value_t = 250.0)]
+    pub red_min: f64,
+
+    /// RED: max_th, average queue in packets where the probability reaches --red-max-p
+    /// (gentle RED: it then rises to 1 at twice this).
+    #[arg(long, value_name = "PACKETS", default_value_t = 750.0)]
+    pub red_max: f64,
+
+    /// RED: drop/mark probability at max_th.
+    #[arg(long, value_name = "P", default_value_t = 0.1)]
+    pub red_max_p: f64,
+
+    /// RED: EWMA weight w_q of the average queue.
+    #[arg(long, value_name = "W", default_value_t = 0.002)]
+    pub red_weight: f64,
+
+    /// FQ-CoDel: CoDel's target sojourn time.
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration, default_value = "5ms")]
+    pub codel_target: Duration,
+
+    /// FQ-CoDel: CoDel's interval (about a worst-case RTT).
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration, default_value = "100ms")]
+    pub codel_interval: Duration,
+
+    /// FQ-CoDel: number of flow queues (hash buckets).
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub fq_flows: u32,
+
+    /// FQ-CoDel: DRR quantum in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1514, value_parser = clap::value_parser!(u32).range(64..))]
+    pub fq_quantum: u32,
+
+    /// RED and FQ-CoDel mark ECN-capable packets CE (RFC 3168) instead of dropping them
+    /// (non-ECT packets are still dropped).
+    #[arg(long, value_name = "on|off", value_enum, default_value = "on")]
+    pub ecn: OnOff,
+
+    /// Seed of the disciplines' randomness (RED's drop decisions, FQ-CoDel's hash secret)
+    /// [default: random]. Set it to repeat a run's decisions.
+    #[arg(long, value_name = "N")]
+    pub qdisc_seed: Option<u64>,
+}
+
+impl QdiscArgs {
+    /// The configuration of `which` with the shared knobs, or an error naming the bad one.
+    pub fn config(&self, which: QdiscArg) -> anyhow::Result<QdiscConfig> {
+        let ecn = self.ecn == OnOff::On;
+        Ok(match which {
+            QdiscArg::Droptail => QdiscConfig::DropTail,
+            QdiscArg::Red => {
+                let ok = |v: f64| v.is_finite() && v > 0.0;
+                if !(ok(self.red_min) && ok(self.red_max) && self.red_min < self.red_max) {
+                    anyhow::bail!(
+                        "--red-min and --red-max must be > 0 with --red-min < --red-max (got {} and {})",
+                        self.red_min,
+                        self.red_max
+                    );
+                }
+                if !(ok(self.red_max_p) && self.red_max_p <= 1.0) {
+                    anyhow::bail!("--red-max-p must be in (0, 1] (got {})", self.red_max_p);
+                }
+                if !(ok(self.red_weight) && self.red_weight <= 1.0) {
+                    anyhow::bail!("--red-weight must be in (0, 1] (got {})", self.red_weight);
+                }
+                QdiscConfig::Red(RedConfig {
+                    min_th: self.red_min,
+                    max_th: self.red_max,
+                    max_p: self.red_max_p,
+                    w_q: self.red_weight,
+                    ecn,
+                    ..RedConfig::default()
+                })
+            }
+            QdiscArg::FqCodel => {
+                if self.codel_target.is_zero() || self.codel_interval.is_zero() {
+                    anyhow::bail!("--codel-target and --codel-interval must be above 0");
+                }
+                QdiscConfig::FqCodel(FqCodelConfig {
+                    target: self.codel_target,
+                    interval: self.codel_interval,
+                    flows: self.fq_flows as usize,
+                    quantum: self.fq_quantum as usize,
+                    ecn,
+                    ..FqCodelConfig::default()
+                })
+            }
+        })
+    }
+
+    /// The seed: --qdisc-seed, or a random one from the standard library's
+    /// per-process hash keys (so two routers never share a hash secret).
+    pub fn seed(&self) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        self.qdisc_seed.unwrap_or_else(|| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(std::process::id().into());
+            h.finish()
+        })
+    }
+}
