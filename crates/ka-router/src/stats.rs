@@ -77,19 +77,51 @@ pub struct PortSnapshot {
 
 /// Upper bounds (seconds) of the buckets of [`SojournHistogram`]; the last
 /// bucket is everything above the last bound.
-pub const SOJOURN_BOUNDS_S: [f64; 16] = [
-    0.000_1, 0.000_2, 0.000_5, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
-    10.0,
+///
+/// Roughly three per decade from 100 µs to 10 s, with 15 ms and 100 ms
+/// among them (the bounds tests check percentiles against).
+pub const SOJOURN_BOUNDS_S: [f64; 24] = [
+    0.000_1, 0.000_2, 0.000_5, 0.001, 0.002, 0.003, 0.005, 0.007_5, 0.01, 0.015, 0.02, 0.03, 0.05,
+    0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0,
+];
+
+/// [`SOJOURN_BOUNDS_S`] in nanoseconds (what [`SojournHistogram::record`]
+/// compares with, exactly).
+pub const SOJOURN_BOUNDS_NS: [u64; 24] = [
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    3_000_000,
+    5_000_000,
+    7_500_000,
+    10_000_000,
+    15_000_000,
+    20_000_000,
+    30_000_000,
+    50_000_000,
+    75_000_000,
+    100_000_000,
+    150_000_000,
+    200_000_000,
+    300_000_000,
+    500_000_000,
+    750_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    10_000_000_000,
 ];
 
 /// Queueing delays (sojourn times: enqueue to the start of transmission) of
 /// the packets a port dequeued: a fixed-bucket histogram plus the exact sum,
-/// cheap enough to record per packet (no allocation; 17 counters).
+/// cheap enough to record per packet (no allocation; 25 counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SojournHistogram {
     /// Packets per bucket: `counts[i]` for sojourns ≤ `SOJOURN_BOUNDS_S[i]`
-    /// (and above the previous bound), `counts[16]` above 10 s.
-    pub counts: [u64; 17],
+    /// (and above the previous bound), the last one above 10 s.
+    pub counts: [u64; SOJOURN_BOUNDS_S.len() + 1],
     /// Sum of all sojourns, ns.
     pub sum_ns: u64,
     /// Number of packets recorded.
@@ -99,11 +131,10 @@ pub struct SojournHistogram {
 impl SojournHistogram {
     /// Records one sojourn of `ns` nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        let s = ns as f64 / 1e9;
-        let i = SOJOURN_BOUNDS_S
+        let i = SOJOURN_BOUNDS_NS
             .iter()
-            .position(|&b| s <= b)
-            .unwrap_or(SOJOURN_BOUNDS_S.len());
+            .position(|&b| ns <= b)
+            .unwrap_or(SOJOURN_BOUNDS_NS.len());
         if let Some(c) = self.counts.get_mut(i) {
             *c += 1;
         }
@@ -111,8 +142,56 @@ impl SojournHistogram {
         self.count += 1;
     }
 
+    /// The share of recorded sojourns at or below `bound_s`, which must be
+    /// one of [`SOJOURN_BOUNDS_S`] (else `None`); `None` too if nothing was
+    /// recorded.
+    pub fn fraction_at_most(&self, bound_s: f64) -> Option<f64> {
+        let i = SOJOURN_BOUNDS_S.iter().position(|&b| b == bound_s)?;
+        let below: u64 = self.counts.iter().take(i + 1).sum();
+        (self.count > 0).then(|| below as f64 / self.count as f64)
+    }
+
     /// Mean sojourn in seconds, if any packet was recorded.
     pub fn mean_s(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum_ns as f64 / 1e9 / self.count as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_agree() {
+        for (s, ns) in SOJOURN_BOUNDS_S.iter().zip(SOJOURN_BOUNDS_NS) {
+            assert_eq!((s * 1e9).round() as u64, ns);
+        }
+    }
+
+    #[test]
+    fn sojourn_buckets() {
+        let mut h = SojournHistogram::default();
+        for ns in [
+            50_000,
+            100_000,
+            100_001,
+            14_000_000,
+            15_000_000,
+            15_000_001,
+            20_000_000_000,
+        ] {
+            h.record(ns);
+        }
+        assert_eq!(h.counts[0], 2, "≤ 100 µs, bound inclusive");
+        assert_eq!(h.counts[1], 1);
+        assert_eq!(h.counts[9], 2, "(10 ms, 15 ms]");
+        assert_eq!(h.counts[10], 1);
+        assert_eq!(h.counts[SOJOURN_BOUNDS_S.len()], 1, "above 10 s");
+        assert_eq!(h.count, 7);
+        assert_eq!(h.fraction_at_most(0.015), Some(5.0 / 7.0));
+        assert_eq!(h.fraction_at_most(0.016), None);
+        assert_eq!(SojournHistogram::default().fraction_at_most(0.1), None);
+        let mean = h.mean_s().unwrap();
+        assert!((mean * 7.0 - 20.044_250_002).abs() < 1e-9, "{mean}");
     }
 }

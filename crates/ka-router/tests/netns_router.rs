@@ -341,11 +341,7 @@ fn survives_far_interface_down_and_exports_metrics() {
     let Some(mut tb) = testbed_or_skip("survives_far_interface_down_and_exports_metrics") else {
         return;
     };
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let metrics = format!("127.0.0.1:{port}");
+    let metrics = format!("127.0.0.1:{}", netns_common::free_local_port());
     tb.start_router(
         Path::new(ROUTER),
         &["--rate", "100mbit", "--metrics", &metrics],
@@ -360,20 +356,8 @@ fn survives_far_interface_down_and_exports_metrics() {
         &[("to", format!("{ADDR_B}:9")), ("count", "50".into())],
     );
     udp.result(Duration::from_secs(20));
-    let scrape = || -> String {
-        use std::io::{Read, Write};
-        let mut c = std::net::TcpStream::connect(&metrics).unwrap();
-        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .unwrap();
-        let mut s = String::new();
-        c.read_to_string(&mut s).unwrap();
-        s
-    };
-    let value = |text: &str, series: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
-            .unwrap_or(0.0)
-    };
+    let scrape = || netns_common::scrape_metrics(&metrics);
+    let value = |text: &str, series: &str| netns_common::metric_value(text, series).unwrap_or(0.0);
     let series = "ka_router_write_errors_total{direction=\"forward\"}";
     ka_router::shell::testbed::wait_for(Duration::from_secs(20), "write errors in metrics", || {
         Ok(value(&scrape(), series) >= 50.0)

@@ -88,6 +88,12 @@ where
     v.parse().unwrap_or_else(|e| panic!("{var}={v:?}: {e:?}"))
 }
 
+/// The role parameter `key` if it was given (and not empty).
+pub fn role_param_opt(key: &str) -> Option<String> {
+    let var = format!("{PARAM_ENV}{}", key.to_uppercase());
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
 /// Prints a marked line for the parent ([`Proc::said`]).
 pub fn say(line: String) {
     let mut out = std::io::stdout().lock();

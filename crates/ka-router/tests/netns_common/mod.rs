@@ -10,6 +10,7 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)]
 pub use ka_router::shell::host::{StealMeter, oversubscribed as host_oversubscribed};
 use ka_router::shell::testbed::{Side, Testbed};
 use sha2::{Digest, Sha256};
@@ -71,8 +72,16 @@ fn receiver(listen: SocketAddr) {
 }
 
 /// Connect, echo the receiver's byte, send `bytes` of [`Payload`], close.
+/// With the optional `KA_ROLE_CC` parameter, the socket uses that kernel
+/// congestion control (`TCP_CONGESTION`, e.g. `cubic`: the namespace's
+/// default is the host's, bbr here).
 fn sender(to: SocketAddr, bytes: u64) {
     let mut c = TcpStream::connect_timeout(&to, Duration::from_secs(10)).expect("connect");
+    if let Some(cc) = harness::role_param_opt("cc") {
+        rustix::net::sockopt::set_tcp_congestion(&c, &cc).expect("TCP_CONGESTION");
+        let now = rustix::net::sockopt::tcp_congestion(&c).expect("TCP_CONGESTION");
+        assert_eq!(now, cc, "the kernel did not take congestion control {cc}");
+    }
     c.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     let mut one = [0u8; 1];
@@ -101,6 +110,32 @@ fn udp(to: SocketAddr, count: u32) {
         let _ = s.send_to(&[0x55; 100], to);
     }
     say(format!("RESULT sent={count}"));
+}
+
+/// The Prometheus text `ka-router --metrics ADDR` serves right now.
+pub fn scrape_metrics(addr: &str) -> String {
+    let mut c = TcpStream::connect(addr).expect("metrics endpoint");
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("metrics request");
+    let mut s = String::new();
+    c.read_to_string(&mut s).expect("metrics response");
+    s
+}
+
+/// The value of one series (name with labels, exactly as exposed) in a
+/// metrics text, if present.
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)
+            .filter(|rest| rest.starts_with(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// A free TCP port on loopback for `--metrics` (bound and released).
+pub fn free_local_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
 }
 
 /// One captured packet: wall-clock timestamp and raw IP bytes.
