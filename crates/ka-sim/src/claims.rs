@@ -43,7 +43,8 @@ pub struct Claim {
 }
 
 impl Claim {
-    fn new(what: impl Into<String>, ours: impl Into<String>, pass: bool) -> Self {
+    /// A claim `what`, our number(s) `ours`, and whether it holds.
+    pub fn new(what: impl Into<String>, ours: impl Into<String>, pass: bool) -> Self {
         Self {
             what: what.into(),
             ours: ours.into(),

@@ -1,7 +1,8 @@
 //! `ka-sim`: run the paper's scenarios, any scenario file, or a sweep.
 //!
 //! ```text
-//! ka-sim paper <fig2|fig3|fig4|fig5|fig7> --out DIR [--seed N] [--duration SECONDS]
+//! ka-sim paper <NAME> --out DIR [--seed N] [--duration SECONDS]
+//! ka-sim paper list
 //! ka-sim run FILE.toml --out DIR [--seed N] [--duration SECONDS]
 //! ka-sim sweep FILE.toml --out DIR [--jobs N] [--shard i/N]
 //! ```
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
-use ka_sim::paper::{self, Figure};
+use ka_sim::paper::{self, Experiment};
 use ka_sim::sweep::{self, Shard};
 use ka_sim::{report, sim};
 
@@ -28,11 +29,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Reproduce a figure of the paper (one subdirectory per variant plus a
-    /// combined plot).
+    /// Reproduce a published experiment: a figure of the Kick-Ass paper or of
+    /// a seed paper (one subdirectory per variant plus a combined plot and
+    /// the acceptance checks). `ka-sim paper list` names them all.
     Paper {
-        /// fig2, fig3, fig4, fig5 or fig7.
-        figure: Figure,
+        /// The experiment (e.g. fig3), or `list` to name them all.
+        figure: String,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -63,9 +65,9 @@ enum Cmd {
 /// Output directory and overrides of `paper` and `run`.
 #[derive(Args)]
 struct RunArgs {
-    /// Output directory.
+    /// Output directory (required, except for `paper list`).
     #[arg(long)]
-    out: PathBuf,
+    out: Option<PathBuf>,
     /// Override the seed (default: the scenario's; the paper's use 1).
     #[arg(long)]
     seed: Option<u64>,
@@ -75,6 +77,14 @@ struct RunArgs {
     duration: Option<f64>,
 }
 
+impl RunArgs {
+    fn out(&self) -> Result<PathBuf> {
+        self.out
+            .clone()
+            .context("--out DIR is required (where the results go)")
+    }
+}
+
 fn read(file: &Path) -> Result<String> {
     std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
 }
@@ -82,9 +92,17 @@ fn read(file: &Path) -> Result<String> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Paper { figure, .. } if figure == "list" => {
+            for e in paper::experiments() {
+                println!("{:<14} {}", e.name(), e.about());
+            }
+        }
         Cmd::Paper { figure, run } => {
-            let out = run.out;
+            let figure: &dyn Experiment =
+                paper::find_experiment(&figure).map_err(anyhow::Error::msg)?;
+            let out = run.out()?;
             paper::run_figure(figure, &out, run.seed, run.duration, true)?;
+            let figure = figure.name();
             eprintln!(
                 "plots: {} (combined) and {}/<variant>/{{timeseries,fct}}.svg",
                 out.join(format!("{figure}.svg")).display(),
@@ -104,7 +122,7 @@ fn main() -> Result<()> {
             };
             let mut progress = sim::Progress::new(&label);
             let r = sim::run_scenario(&s, Some(&mut progress))?;
-            let sum = report::write_all(&run.out, &r, serde_json::Value::Null)?;
+            let sum = report::write_all(&run.out()?, &r, serde_json::Value::Null)?;
             eprintln!("{}", report::one_line(&sum));
         }
         Cmd::Sweep {

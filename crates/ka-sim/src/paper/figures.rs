@@ -1,5 +1,6 @@
-//! The paper's experiments (§III): scenarios (shipped as TOML files in
-//! `crates/ka-sim/scenarios/`), headline numbers and combined plots.
+//! The Kick-Ass paper's own figures (§III): scenarios (shipped as TOML
+//! files in `crates/ka-sim/scenarios/`), headline numbers and combined
+//! plots.
 //!
 //! | figure | variants (subdirectories) | scenario files |
 //! |---|---|---|
@@ -10,18 +11,18 @@
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use crate::claims::tracked;
+use super::{Experiment, fct_curve, find, flows_rate, group_fct, mean_in, series_curve};
+use crate::claims::{Claim, tracked};
 use crate::engine::to_secs;
 use crate::metrics::{self, Metric};
 use crate::plot::{self, Curve, Panel};
 use crate::report;
 use crate::scenario::{FlowKind, Scenario};
-use crate::sim::{self, Progress, RunResult};
+use crate::sim::RunResult;
 
 /// A figure of the paper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,120 +71,24 @@ impl fmt::Display for Figure {
 pub fn variants(fig: Figure) -> Vec<(&'static str, &'static str)> {
     match fig {
         Figure::Fig2 => vec![
-            ("ka", include_str!("../scenarios/fig2-ka.toml")),
-            ("rcp", include_str!("../scenarios/fig2-rcp.toml")),
+            ("ka", include_str!("../../scenarios/fig2-ka.toml")),
+            ("rcp", include_str!("../../scenarios/fig2-rcp.toml")),
         ],
         Figure::Fig3 => vec![
-            ("ka", include_str!("../scenarios/fig3-ka.toml")),
-            ("rcp", include_str!("../scenarios/fig3-rcp.toml")),
-            ("tcp", include_str!("../scenarios/fig3-tcp.toml")),
+            ("ka", include_str!("../../scenarios/fig3-ka.toml")),
+            ("rcp", include_str!("../../scenarios/fig3-rcp.toml")),
+            ("tcp", include_str!("../../scenarios/fig3-tcp.toml")),
         ],
         Figure::Fig4 => vec![
             (
                 "tcp-alone",
-                include_str!("../scenarios/fig4-tcp-alone.toml"),
+                include_str!("../../scenarios/fig4-tcp-alone.toml"),
             ),
-            ("mixed", include_str!("../scenarios/fig4-mixed.toml")),
+            ("mixed", include_str!("../../scenarios/fig4-mixed.toml")),
         ],
-        Figure::Fig5 => vec![("mixed", include_str!("../scenarios/fig5-mixed.toml"))],
-        Figure::Fig7 => vec![("mixed", include_str!("../scenarios/fig7-mixed.toml"))],
+        Figure::Fig5 => vec![("mixed", include_str!("../../scenarios/fig5-mixed.toml"))],
+        Figure::Fig7 => vec![("mixed", include_str!("../../scenarios/fig7-mixed.toml"))],
     }
-}
-
-/// The scenario of one variant (or any scenario TOML), with optional seed
-/// and duration overrides, validated after them.
-pub fn scenario(
-    toml_text: &str,
-    seed: Option<u64>,
-    duration: Option<f64>,
-) -> Result<Scenario, crate::scenario::ScenarioError> {
-    let mut s = Scenario::from_toml(toml_text)?;
-    if let Some(seed) = seed {
-        s.seed = seed;
-    }
-    if let Some(d) = duration {
-        s.duration_s = d;
-    }
-    s.validate()?;
-    Ok(s)
-}
-
-/// Runs every variant of `fig` into `out/<variant>/`, then writes the
-/// combined plot `out/<fig>.svg` and `out/<fig>.json` (all headlines).
-/// Variants that cannot run (e.g. a missing endpoint feature) get an
-/// `ERROR.txt` and make the whole call fail after the others have run.
-pub fn run_figure(
-    fig: Figure,
-    out: &Path,
-    seed: Option<u64>,
-    duration: Option<f64>,
-    progress: bool,
-) -> anyhow::Result<Vec<String>> {
-    std::fs::create_dir_all(out)?;
-    let mut lines = Vec::new();
-    let mut results: Vec<(&str, RunResult)> = Vec::new();
-    let mut errors = Vec::new();
-    let mut all = serde_json::Map::new();
-    for (name, text) in variants(fig) {
-        let dir = out.join(name);
-        let mut s = scenario(text, seed, duration)?;
-        if fig == Figure::Fig2 {
-            // One more flow every 10 s for as long as the run lasts.
-            if let Some(g) = s.groups.get_mut(1) {
-                g.count = ((s.duration_s - 1e-9) / 10.0).floor().max(0.0) as usize;
-                g.track = g.count;
-            }
-        }
-        let mut p = Progress::new(&format!("{fig}/{name}"));
-        let run = sim::run_scenario(&s, progress.then_some(&mut p));
-        match run {
-            Ok(r) => {
-                let h = headline(fig, &r);
-                all.insert(name.to_string(), h.clone());
-                let sum = report::write_all(&dir, &r, h)?;
-                let line = report::one_line(&sum);
-                if progress {
-                    eprintln!("{line}");
-                }
-                lines.push(line);
-                results.push((name, r));
-            }
-            Err(e) => {
-                std::fs::create_dir_all(&dir)?;
-                std::fs::write(dir.join("ERROR.txt"), format!("{e}\n"))?;
-                let line = format!("{fig}/{name}: FAILED: {e}");
-                if progress {
-                    eprintln!("{line}");
-                }
-                lines.push(line);
-                errors.push(format!("{name}: {e}"));
-            }
-        }
-    }
-    let claims = crate::claims::check(fig, &results);
-    for c in &claims {
-        let line = c.line();
-        if progress {
-            eprintln!("{line}");
-        }
-        lines.push(line);
-    }
-    all.insert(
-        "claims".to_string(),
-        Value::Array(claims.iter().map(crate::claims::Claim::to_json).collect()),
-    );
-    let json = serde_json::to_string_pretty(&Value::Object(all))?;
-    std::fs::write(out.join(format!("{fig}.json")), json + "\n")?;
-    let panels = combined_panels(fig, &results);
-    plot::write_svg(&out.join(format!("{fig}.svg")), &figure_title(fig), &panels)?;
-    if !errors.is_empty() {
-        anyhow::bail!(
-            "{fig}: {} variant(s) failed: {}",
-            errors.len(),
-            errors.join("; ")
-        );
-    }
-    Ok(lines)
 }
 
 fn figure_title(fig: Figure) -> String {
@@ -195,59 +100,6 @@ fn figure_title(fig: Figure) -> String {
         Figure::Fig7 => "Fig. 7: congestion at a non-KA router (grey: KA flow in TCP mode)",
     }
     .to_string()
-}
-
-/// Mean of a series over bins ending in `(from, to]`.
-fn mean_in(r: &RunResult, metric: Metric, entity: &str, from: f64, to: f64) -> Option<f64> {
-    r.series.mean_between(metric, entity, from, to)
-}
-
-/// Mean throughput (bit/s) of the given flows' bins ending in `(from, to]`.
-fn flows_rate(r: &RunResult, ids: &[u32], from: f64, to: f64) -> Option<f64> {
-    let v: Vec<f64> = ids
-        .iter()
-        .flat_map(|id| {
-            r.series
-                .points(Metric::ThroughputBps, &format!("flow:{id}"))
-        })
-        .filter(|&(t, _)| t > from + 1e-9 && t <= to + 1e-9)
-        .map(|p| p.1)
-        .collect();
-    metrics::mean(&v)
-}
-
-fn group_fct(r: &RunResult) -> Value {
-    let mut m = serde_json::Map::new();
-    for (gi, g) in r.scenario.groups.iter().enumerate() {
-        let flows: Vec<_> = r.flows.iter().filter(|f| f.group == gi).collect();
-        let fct = |lo: u64, hi: u64| {
-            let v: Vec<f64> = flows
-                .iter()
-                .filter(|f| f.size_pkts.is_some_and(|s| s >= lo && s < hi))
-                .filter_map(|f| f.fct())
-                .map(to_secs)
-                .collect();
-            metrics::mean(&v)
-        };
-        let slow: Vec<f64> = flows
-            .iter()
-            .filter_map(|f| metrics::slowdown(f, r.scenario.packet_bytes, r.rho))
-            .collect();
-        m.insert(
-            g.name.clone(),
-            json!({
-                "kind": g.kind.label(),
-                "flows": flows.len(),
-                "completed": flows.iter().filter(|f| f.end.is_some()).count(),
-                "mean_fct_s": fct(0, u64::MAX),
-                "mean_fct_s_1_to_9_pkts": fct(1, 10),
-                "mean_fct_s_10_to_99_pkts": fct(10, 100),
-                "mean_fct_s_100_plus_pkts": fct(100, u64::MAX),
-                "mean_slowdown": metrics::mean(&slow),
-            }),
-        );
-    }
-    Value::Object(m)
 }
 
 /// The headline numbers of one variant of a figure.
@@ -368,27 +220,55 @@ pub fn headline(fig: Figure, r: &RunResult) -> Value {
     }
 }
 
-fn find<'a>(results: &'a [(&str, RunResult)], name: &str) -> Option<&'a RunResult> {
-    results.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
-}
-
-fn series_curve(r: &RunResult, label: &str, metric: Metric, entity: &str, scale: f64) -> Curve {
-    Curve {
-        label: label.to_string(),
-        points: r
-            .series
-            .points(metric, entity)
-            .into_iter()
-            .map(|(t, v)| (t, v * scale))
-            .collect(),
+impl Experiment for Figure {
+    fn name(&self) -> &'static str {
+        match self {
+            Figure::Fig2 => "fig2",
+            Figure::Fig3 => "fig3",
+            Figure::Fig4 => "fig4",
+            Figure::Fig5 => "fig5",
+            Figure::Fig7 => "fig7",
+        }
     }
-}
 
-fn fct_curve(r: &RunResult, label: &str, group: &str) -> Curve {
-    let gi = r.scenario.groups.iter().position(|g| g.name == group);
-    Curve {
-        label: label.to_string(),
-        points: plot::fct_by_size(r.flows.iter().filter(|f| Some(f.group) == gi)),
+    fn about(&self) -> &'static str {
+        match self {
+            Figure::Fig2 => "Kick-Ass paper Fig. 2: KA and RCP dynamics, a flow joins every 10 s",
+            Figure::Fig3 => "Kick-Ass paper Fig. 3: mean FCT under light load, KA vs RCP vs TCP",
+            Figure::Fig4 => "Kick-Ass paper Fig. 4: TCP and KA sharing a KA router",
+            Figure::Fig5 => "Kick-Ass paper Fig. 5: KA and TCP epochs at a KA router",
+            Figure::Fig7 => "Kick-Ass paper Fig. 7: KA flows meet TCP at a legacy router",
+        }
+    }
+
+    fn title(&self) -> String {
+        figure_title(*self)
+    }
+
+    fn variants(&self) -> Vec<(&'static str, &'static str)> {
+        variants(*self)
+    }
+
+    fn prepare(&self, _variant: &str, s: &mut Scenario) {
+        if *self == Figure::Fig2 {
+            // One more flow every 10 s for as long as the run lasts.
+            if let Some(g) = s.groups.get_mut(1) {
+                g.count = ((s.duration_s - 1e-9) / 10.0).floor().max(0.0) as usize;
+                g.track = g.count;
+            }
+        }
+    }
+
+    fn headline(&self, r: &RunResult) -> Value {
+        headline(*self, r)
+    }
+
+    fn claims(&self, results: &[(&str, RunResult)]) -> Vec<Claim> {
+        crate::claims::check(*self, results)
+    }
+
+    fn panels(&self, results: &[(&str, RunResult)]) -> Vec<Panel> {
+        combined_panels(*self, results)
     }
 }
 
@@ -573,7 +453,7 @@ mod tests {
             Figure::Fig7,
         ] {
             for (name, text) in variants(fig) {
-                let s = scenario(text, None, None).unwrap();
+                let s = super::super::scenario(text, None, None).unwrap();
                 assert_eq!(s.name, fig.to_string());
                 assert_eq!(s.variant, name);
                 assert_eq!(s.packet_bytes, 1500);
@@ -585,7 +465,7 @@ mod tests {
                 assert_eq!(rtt, 100.0);
             }
         }
-        let s = scenario(variants(Figure::Fig3)[0].1, Some(7), Some(5.0)).unwrap();
+        let s = super::super::scenario(variants(Figure::Fig3)[0].1, Some(7), Some(5.0)).unwrap();
         assert_eq!((s.seed, s.duration_s), (7, 5.0));
         assert_eq!("fig7".parse::<Figure>(), Ok(Figure::Fig7));
         assert!("fig6".parse::<Figure>().is_err());

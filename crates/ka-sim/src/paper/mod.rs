@@ -1,0 +1,286 @@
+//! Reproductions of published experiments: the Kick-Ass paper's figures
+//! (§III) and the seed papers' (XCP vs RCP, RWM, DCC), each an
+//! [`Experiment`] — a set of scenario variants (TOML files in
+//! `crates/ka-sim/scenarios/`), headline numbers, acceptance checks
+//! printed `[PASS]`/`[FAIL]`, and a combined plot. `ka-sim paper NAME`
+//! runs one; [`experiments`] lists them all.
+//!
+//! | name | variants (subdirectories) | scenario files |
+//! |---|---|---|
+//! | fig2 | `ka/`, `rcp/` | `fig2-ka.toml`, `fig2-rcp.toml` |
+//! | fig3 | `ka/`, `rcp/`, `tcp/` | `fig3-*.toml` |
+//! | fig4 | `tcp-alone/`, `mixed/` | `fig4-*.toml` |
+//! | fig5 | `mixed/` | `fig5-mixed.toml` |
+//! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
+//!
+//! A new experiment is a new file here implementing [`Experiment`] plus one
+//! line in [`experiments`].
+
+mod figures;
+
+pub use figures::{Figure, combined_panels, headline, variants};
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::claims::Claim;
+use crate::engine::to_secs;
+use crate::metrics::{self, Metric};
+use crate::plot::{self, Curve, Panel};
+use crate::report;
+use crate::scenario::Scenario;
+use crate::sim::{self, Progress, RunResult};
+
+/// One reproducible experiment (see the module docs).
+pub trait Experiment: Sync {
+    /// The name `ka-sim paper NAME` takes (also the name of the combined
+    /// plot and JSON files).
+    fn name(&self) -> &'static str;
+
+    /// One line for `--help` and listings.
+    fn about(&self) -> &'static str;
+
+    /// The combined plot's title.
+    fn title(&self) -> String;
+
+    /// The variants: (subdirectory, scenario TOML text).
+    fn variants(&self) -> Vec<(&'static str, &'static str)>;
+
+    /// Adjusts a variant's scenario after the seed and duration overrides
+    /// (e.g. more arriving flows for a longer run). Default: nothing.
+    fn prepare(&self, variant: &str, scenario: &mut Scenario) {
+        let _ = (variant, scenario);
+    }
+
+    /// The headline numbers of one variant.
+    fn headline(&self, r: &RunResult) -> Value;
+
+    /// The acceptance checks over all variants that ran.
+    fn claims(&self, results: &[(&str, RunResult)]) -> Vec<Claim>;
+
+    /// The panels of the combined plot.
+    fn panels(&self, results: &[(&str, RunResult)]) -> Vec<Panel>;
+}
+
+/// Every experiment `ka-sim paper` knows, in listing order.
+pub fn experiments() -> Vec<&'static dyn Experiment> {
+    vec![
+        &Figure::Fig2,
+        &Figure::Fig3,
+        &Figure::Fig4,
+        &Figure::Fig5,
+        &Figure::Fig7,
+    ]
+}
+
+/// The experiment called `name`, or an error listing the known ones.
+pub fn find_experiment(name: &str) -> Result<&'static dyn Experiment, String> {
+    experiments()
+        .into_iter()
+        .find(|e| e.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = experiments().iter().map(|e| e.name()).collect();
+            format!("unknown experiment `{name}` (known: {})", names.join(", "))
+        })
+}
+
+/// The scenario of one variant (or any scenario TOML), with optional seed
+/// and duration overrides, validated after them.
+pub fn scenario(
+    toml_text: &str,
+    seed: Option<u64>,
+    duration: Option<f64>,
+) -> Result<Scenario, crate::scenario::ScenarioError> {
+    let mut s = Scenario::from_toml(toml_text)?;
+    if let Some(seed) = seed {
+        s.seed = seed;
+    }
+    if let Some(d) = duration {
+        s.duration_s = d;
+    }
+    s.validate()?;
+    Ok(s)
+}
+
+/// Runs every variant of `fig` into `out/<variant>/`, then writes the
+/// combined plot `out/<fig>.svg` and `out/<fig>.json` (all headlines).
+/// Variants that cannot run (e.g. a missing endpoint feature) get an
+/// `ERROR.txt` and make the whole call fail after the others have run.
+pub fn run_figure(
+    fig: &dyn Experiment,
+    out: &Path,
+    seed: Option<u64>,
+    duration: Option<f64>,
+    progress: bool,
+) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(out)?;
+    let mut lines = Vec::new();
+    let mut results: Vec<(&str, RunResult)> = Vec::new();
+    let mut errors = Vec::new();
+    let mut all = serde_json::Map::new();
+    let fig_name = fig.name();
+    for (name, text) in fig.variants() {
+        let dir = out.join(name);
+        let mut s = scenario(text, seed, duration)?;
+        fig.prepare(name, &mut s);
+        let mut p = Progress::new(&format!("{fig_name}/{name}"));
+        let run = sim::run_scenario(&s, progress.then_some(&mut p));
+        match run {
+            Ok(r) => {
+                let h = fig.headline(&r);
+                all.insert(name.to_string(), h.clone());
+                let sum = report::write_all(&dir, &r, h)?;
+                let line = report::one_line(&sum);
+                if progress {
+                    eprintln!("{line}");
+                }
+                lines.push(line);
+                results.push((name, r));
+            }
+            Err(e) => {
+                std::fs::create_dir_all(&dir)?;
+                std::fs::write(dir.join("ERROR.txt"), format!("{e}\n"))?;
+                let line = format!("{fig_name}/{name}: FAILED: {e}");
+                if progress {
+                    eprintln!("{line}");
+                }
+                lines.push(line);
+                errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    let claims = fig.claims(&results);
+    for c in &claims {
+        let line = c.line();
+        if progress {
+            eprintln!("{line}");
+        }
+        lines.push(line);
+    }
+    all.insert(
+        "claims".to_string(),
+        Value::Array(claims.iter().map(crate::claims::Claim::to_json).collect()),
+    );
+    let json = serde_json::to_string_pretty(&Value::Object(all))?;
+    std::fs::write(out.join(format!("{fig_name}.json")), json + "\n")?;
+    let panels = fig.panels(&results);
+    plot::write_svg(&out.join(format!("{fig_name}.svg")), &fig.title(), &panels)?;
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "{fig_name}: {} variant(s) failed: {}",
+            errors.len(),
+            errors.join("; ")
+        );
+    }
+    Ok(lines)
+}
+
+/// Mean of a series over bins ending in `(from, to]`.
+pub fn mean_in(r: &RunResult, metric: Metric, entity: &str, from: f64, to: f64) -> Option<f64> {
+    r.series.mean_between(metric, entity, from, to)
+}
+
+/// Mean throughput (bit/s) of the given flows' bins ending in `(from, to]`.
+pub fn flows_rate(r: &RunResult, ids: &[u32], from: f64, to: f64) -> Option<f64> {
+    let v: Vec<f64> = ids
+        .iter()
+        .flat_map(|id| {
+            r.series
+                .points(Metric::ThroughputBps, &format!("flow:{id}"))
+        })
+        .filter(|&(t, _)| t > from + 1e-9 && t <= to + 1e-9)
+        .map(|p| p.1)
+        .collect();
+    metrics::mean(&v)
+}
+
+/// Per group: kind, flows, completed, mean FCT overall and in three size
+/// ranges, mean slowdown.
+pub fn group_fct(r: &RunResult) -> Value {
+    let mut m = serde_json::Map::new();
+    for (gi, g) in r.scenario.groups.iter().enumerate() {
+        let flows: Vec<_> = r.flows.iter().filter(|f| f.group == gi).collect();
+        let fct = |lo: u64, hi: u64| {
+            let v: Vec<f64> = flows
+                .iter()
+                .filter(|f| f.size_pkts.is_some_and(|s| s >= lo && s < hi))
+                .filter_map(|f| f.fct())
+                .map(to_secs)
+                .collect();
+            metrics::mean(&v)
+        };
+        let slow: Vec<f64> = flows
+            .iter()
+            .filter_map(|f| metrics::slowdown(f, r.scenario.packet_bytes, r.rho))
+            .collect();
+        m.insert(
+            g.name.clone(),
+            json!({
+                "kind": g.kind.label(),
+                "flows": flows.len(),
+                "completed": flows.iter().filter(|f| f.end.is_some()).count(),
+                "mean_fct_s": fct(0, u64::MAX),
+                "mean_fct_s_1_to_9_pkts": fct(1, 10),
+                "mean_fct_s_10_to_99_pkts": fct(10, 100),
+                "mean_fct_s_100_plus_pkts": fct(100, u64::MAX),
+                "mean_slowdown": metrics::mean(&slow),
+            }),
+        );
+    }
+    Value::Object(m)
+}
+
+/// The result of variant `name`, if it ran.
+pub fn find<'a>(results: &'a [(&str, RunResult)], name: &str) -> Option<&'a RunResult> {
+    results.iter().find(|(n, _)| *n == name).map(|(_, r)| r)
+}
+
+/// One series as a plot curve, values multiplied by `scale`.
+pub fn series_curve(r: &RunResult, label: &str, metric: Metric, entity: &str, scale: f64) -> Curve {
+    Curve {
+        label: label.to_string(),
+        points: r
+            .series
+            .points(metric, entity)
+            .into_iter()
+            .map(|(t, v)| (t, v * scale))
+            .collect(),
+    }
+}
+
+/// Mean FCT by flow size of the flows of group `group` (none if no group
+/// has that name), as a curve.
+pub fn fct_curve(r: &RunResult, label: &str, group: &str) -> Curve {
+    let gi = r.scenario.groups.iter().position(|g| g.name == group);
+    Curve {
+        label: label.to_string(),
+        points: plot::fct_by_size(r.flows.iter().filter(|f| Some(f.group) == gi)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_found() {
+        let all = experiments();
+        for (i, e) in all.iter().enumerate() {
+            assert!(
+                all[..i].iter().all(|o| o.name() != e.name()),
+                "{}",
+                e.name()
+            );
+            assert_eq!(find_experiment(e.name()).map(|f| f.name()), Ok(e.name()));
+            assert!(!e.variants().is_empty());
+            for (v, text) in e.variants() {
+                let s = scenario(text, None, Some(1.0))
+                    .unwrap_or_else(|err| panic!("{}/{v}: {err}", e.name()));
+                assert_eq!(s.name, e.name(), "{}/{v}", e.name());
+            }
+        }
+        let err = find_experiment("fig6").map(|e| e.name()).unwrap_err();
+        assert!(err.contains("fig2") && err.contains("fig7"), "{err}");
+    }
+}
