@@ -12,12 +12,15 @@
 //! | fig4 | `tcp-alone/`, `mixed/` | `fig4-*.toml` |
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
+//! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
+mod aqm;
 mod figures;
 
+pub use aqm::Aqm;
 pub use figures::{Figure, combined_panels, headline, variants};
 
 use std::path::Path;
@@ -71,6 +74,8 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig4,
         &Figure::Fig5,
         &Figure::Fig7,
+        &Aqm::Light,
+        &Aqm::Heavy,
     ]
 }
 

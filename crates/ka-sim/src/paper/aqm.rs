@@ -1,0 +1,269 @@
+//! Queue disciplines against Kick-Ass (DESIGN §8.1–8.3): the paper compares
+//! KA with "CUBIC on FQ-CoDel with ECN" on its testbed (§IV-A, Figs 8–10),
+//! and the XCP-vs-RCP seed runs TCP over RED (§5.1). Two experiments, each
+//! with four variants — `ka` (KA endpoints through a KA port with its
+//! drop-tail queue), `cubic` (CUBIC over drop-tail), `cubic-fqcodel-ecn`
+//! (CUBIC with ECN over FQ-CoDel), `cubic-red` (CUBIC over RED, which then
+//! drops: the senders do not negotiate ECN):
+//!
+//! * `aqm-light`: the paper's light load (Fig. 3's setting: 150 Mbit/s,
+//!   100 ms, 32 on-off senders, mean flow 100 packets), the paper's ns-3
+//!   TCP profile;
+//! * `aqm-heavy`: the testbed's heavy load (10 Mbit/s, 100 ms, 8 on-off
+//!   senders, mean flow 1 MB, mean off time 8 s), modern TCP defaults.
+//!
+//! The plot has the mean FCT by flow size and the CDF of the queueing
+//! delay (the mean sojourn of the packets the bottleneck dequeued in each
+//! 100 ms bin; a bin in which nothing was dequeued counts as 0).
+
+use serde_json::{Value, json};
+
+use super::{Experiment, find, group_fct, mean_in};
+use crate::claims::Claim;
+use crate::metrics::{self, Metric};
+use crate::plot::{Curve, Panel};
+use crate::report;
+use crate::sim::RunResult;
+
+/// The two experiments of this file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aqm {
+    /// The paper's light load (Fig. 3 setting).
+    Light,
+    /// The testbed's heavy load (Figs 9–10 setting).
+    Heavy,
+}
+
+/// Variant names and plot labels, in plot order.
+const VARIANTS: [(&str, &str); 4] = [
+    ("ka", "KA"),
+    ("cubic", "CUBIC, drop-tail"),
+    ("cubic-fqcodel-ecn", "CUBIC, FQ-CoDel + ECN"),
+    ("cubic-red", "CUBIC, RED"),
+];
+
+/// Per-bin queueing delays (ms) at the bottleneck, idle bins as 0, sorted.
+pub fn queue_delays_ms(r: &RunResult) -> Vec<f64> {
+    let soj = r.series.points(Metric::SojournMs, "port:bottleneck");
+    let mut it = soj.iter().peekable();
+    let mut out: Vec<f64> = r
+        .series
+        .points(Metric::Utilization, "link:bottleneck")
+        .iter()
+        .map(|&(t, _)| {
+            while it.peek().is_some_and(|&&(ts, _)| ts < t - 1e-9) {
+                it.next();
+            }
+            match it.peek() {
+                Some(&&(ts, v)) if (ts - t).abs() < 1e-9 => v,
+                _ => 0.0,
+            }
+        })
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// Per-flow average throughput (bit/s) of the completed flows, sorted.
+fn flow_rates(r: &RunResult) -> Vec<f64> {
+    let mut v: Vec<f64> = r
+        .flows
+        .iter()
+        .filter_map(|f| {
+            let fct = crate::engine::to_secs(f.fct()?);
+            (fct > 0.0).then(|| f.size_bytes.unwrap_or(0) as f64 * 8.0 / fct)
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The `p`-quantile (0…1) of `sorted`.
+fn pct(sorted: &[f64], p: f64) -> Option<f64> {
+    metrics::percentile(sorted, p)
+}
+
+/// Mean FCT of the flows of at least `min_pkts` packets.
+fn mean_fct_from(r: &RunResult, min_pkts: u64) -> Option<f64> {
+    let v: Vec<f64> = r
+        .flows
+        .iter()
+        .filter(|f| f.size_pkts.is_some_and(|s| s >= min_pkts))
+        .filter_map(|f| f.fct())
+        .map(crate::engine::to_secs)
+        .collect();
+    metrics::mean(&v)
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.1} ms"))
+}
+
+impl Experiment for Aqm {
+    fn name(&self) -> &'static str {
+        match self {
+            Aqm::Light => "aqm-light",
+            Aqm::Heavy => "aqm-heavy",
+        }
+    }
+
+    fn about(&self) -> &'static str {
+        match self {
+            Aqm::Light => {
+                "KA vs CUBIC on drop-tail, FQ-CoDel+ECN and RED at the paper's light load (Fig. 3 setting)"
+            }
+            Aqm::Heavy => {
+                "KA vs CUBIC on drop-tail, FQ-CoDel+ECN and RED at the testbed's heavy load (Figs 9-10 setting)"
+            }
+        }
+    }
+
+    fn title(&self) -> String {
+        match self {
+            Aqm::Light => "Queue disciplines at light load (150 Mbit/s, 32 on-off senders)",
+            Aqm::Heavy => "Queue disciplines at heavy load (10 Mbit/s, 8 senders, 1 MB flows)",
+        }
+        .into()
+    }
+
+    fn variants(&self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Aqm::Light => vec![
+                ("ka", include_str!("../../scenarios/aqm-light-ka.toml")),
+                ("cubic", include_str!("../../scenarios/aqm-light-cubic.toml")),
+                (
+                    "cubic-fqcodel-ecn",
+                    include_str!("../../scenarios/aqm-light-cubic-fqcodel-ecn.toml"),
+                ),
+                (
+                    "cubic-red",
+                    include_str!("../../scenarios/aqm-light-cubic-red.toml"),
+                ),
+            ],
+            Aqm::Heavy => vec![
+                ("ka", include_str!("../../scenarios/aqm-heavy-ka.toml")),
+                ("cubic", include_str!("../../scenarios/aqm-heavy-cubic.toml")),
+                (
+                    "cubic-fqcodel-ecn",
+                    include_str!("../../scenarios/aqm-heavy-cubic-fqcodel-ecn.toml"),
+                ),
+                (
+                    "cubic-red",
+                    include_str!("../../scenarios/aqm-heavy-cubic-red.toml"),
+                ),
+            ],
+        }
+    }
+
+    fn headline(&self, r: &RunResult) -> Value {
+        let q = queue_delays_ms(r);
+        let rates = flow_rates(r);
+        let hop = r.hops.first();
+        json!({
+            "utilization": mean_in(r, Metric::Utilization, "link:bottleneck", 0.0, r.sim_seconds),
+            "queue_delay_ms": {
+                "median": pct(&q, 0.5),
+                "p95": pct(&q, 0.95),
+                "mean": metrics::mean(&q),
+            },
+            "mean_sojourn_ms_all_packets": hop.and_then(|h| h.sojourn.mean_s()).map(|s| s * 1e3),
+            "drops": hop.map(|h| h.forward.drops_queue),
+            "aqm_drops": hop.map(|h| h.forward.drops_aqm),
+            "ecn_marks": hop.map(|h| h.forward.ecn_marks),
+            "flow_throughput_mbps": {
+                "median": pct(&rates, 0.5).map(|v| v / 1e6),
+                "mean": metrics::mean(&rates).map(|v| v / 1e6),
+            },
+            "mean_fct_s_100_plus_pkts": mean_fct_from(r, 100),
+            "groups": group_fct(r),
+        })
+    }
+
+    fn claims(&self, results: &[(&str, RunResult)]) -> Vec<Claim> {
+        let mut out = Vec::new();
+        let q = |v: &str| find(results, v).map(queue_delays_ms);
+        let (Some(ka), Some(cubic)) = (find(results, "ka"), find(results, "cubic")) else {
+            return out;
+        };
+        // KA against CUBIC on drop-tail: the paper's headline (Fig. 8: KA's
+        // mean FCT about half of CUBIC's for larger flows; Fig. 9: KA's
+        // queueing delay near 0).
+        let (k, c) = (mean_fct_from(ka, 100), mean_fct_from(cubic, 100));
+        out.push(Claim::new(
+            "KA's mean FCT for flows of >= 100 packets below CUBIC's on drop-tail (paper: ~0.5x)",
+            format!(
+                "KA {} s, CUBIC {} s",
+                k.map_or("n/a".into(), |v| format!("{v:.3}")),
+                c.map_or("n/a".into(), |v| format!("{v:.3}"))
+            ),
+            matches!((k, c), (Some(k), Some(c)) if k < c),
+        ));
+        let (qk, qc) = (q("ka").unwrap_or_default(), q("cubic").unwrap_or_default());
+        let (k95, c95) = (pct(&qk, 0.95), pct(&qc, 0.95));
+        out.push(Claim::new(
+            "KA's 95th-percentile queueing delay below CUBIC's on drop-tail",
+            format!("KA {}, CUBIC {}", ms(k95), ms(c95)),
+            matches!((k95, c95), (Some(k), Some(c)) if k < c),
+        ));
+        if let Some(fq) = q("cubic-fqcodel-ecn") {
+            let f95 = pct(&fq, 0.95);
+            out.push(Claim::new(
+                "FQ-CoDel + ECN holds CUBIC's 95th-percentile queueing delay under 15 ms (CoDel target 5 ms)",
+                ms(f95),
+                f95.is_some_and(|v| v < 15.0),
+            ));
+            let marks = find(results, "cubic-fqcodel-ecn")
+                .and_then(|r| r.hops.first())
+                .map_or(0, |h| h.forward.ecn_marks);
+            out.push(Claim::new(
+                "FQ-CoDel marks CE on the ECN flows' packets",
+                format!("{marks} marks"),
+                marks > 0,
+            ));
+        }
+        if let Some(red) = q("cubic-red") {
+            let r95 = pct(&red, 0.95);
+            out.push(Claim::new(
+                "RED keeps CUBIC's 95th-percentile queueing delay below drop-tail's",
+                format!("RED {}, drop-tail {}", ms(r95), ms(c95)),
+                matches!((r95, c95), (Some(r), Some(c)) if r < c),
+            ));
+        }
+        out
+    }
+
+    fn panels(&self, results: &[(&str, RunResult)]) -> Vec<Panel> {
+        let mut fct = Vec::new();
+        let mut cdf = Vec::new();
+        for (v, label) in VARIANTS {
+            let Some(r) = find(results, v) else {
+                continue;
+            };
+            fct.push(Curve {
+                label: label.into(),
+                points: crate::plot::fct_by_size(r.flows.iter()),
+            });
+            let q = queue_delays_ms(r);
+            let n = q.len().max(1) as f64;
+            cdf.push(Curve {
+                label: label.into(),
+                points: q
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| (d, (i + 1) as f64 / n))
+                    .collect(),
+            });
+        }
+        vec![
+            report::fct_size_panel(fct),
+            Panel {
+                title: "CDF of the queueing delay at the bottleneck (100 ms bins)".into(),
+                x_label: "queueing delay (ms)".into(),
+                y_label: "CDF".into(),
+                curves: cdf,
+                y_range: Some((0.0, 1.02)),
+                ..Panel::default()
+            },
+        ]
+    }
+}
