@@ -150,7 +150,7 @@ fn average_follows_the_ewma_with_idle_correction() {
     // average by (1 − w)^100 before the usual update with q = 0.
     let t = t_empty + 120_000_000;
     red.enqueue(t, pkt(NOT_ECT, 999));
-    want = (1.0 - w) * (1.0 - w).powi(100) * want;
+    want *= (1.0 - w) * (1.0 - w).powi(100);
     assert!(
         (red.average() - want).abs() < 1e-9 * want,
         "{} vs {want}",
@@ -159,7 +159,7 @@ fn average_follows_the_ewma_with_idle_correction() {
     // A fractional idle time counts fractionally (0.5 packet times).
     while red.dequeue(t).is_some() {}
     red.enqueue(t + 600_000, pkt(NOT_ECT, 1000));
-    want = (1.0 - w) * (1.0 - w).powf(0.5) * want;
+    want *= (1.0 - w) * (1.0 - w).powf(0.5);
     assert!((red.average() - want).abs() < 1e-9 * want);
     // The next arrival finds the queue busy: no decay beyond the EWMA.
     red.enqueue(t + 700_000_000, pkt(NOT_ECT, 1001));
