@@ -465,3 +465,46 @@ fn fragments_of_one_datagram_share_a_queue_and_keep_their_order() {
     assert!(pos(&first) < pos(&rest));
     assert!(pos(&first6) < pos(&rest6));
 }
+
+#[test]
+fn bad_knobs_are_reported_and_clamped() {
+    let mut cfg = PortConfig::new(1_000_000);
+    let d = FqCodelConfig::default();
+    for (bad, name) in [
+        (FqCodelConfig { flows: 0, ..d }, "flows"),
+        (FqCodelConfig { flows: 70_000, ..d }, "flows"),
+        (FqCodelConfig { quantum: 100, ..d }, "quantum"),
+        (
+            FqCodelConfig {
+                interval: Duration::ZERO,
+                ..d
+            },
+            "interval",
+        ),
+        (
+            FqCodelConfig {
+                memory_limit: 0,
+                ..d
+            },
+            "memory_limit",
+        ),
+    ] {
+        cfg.qdisc = QdiscConfig::FqCodel(bad);
+        assert_eq!(cfg.validate(), Err(ka_router::ConfigError::BadValue(name)));
+    }
+    // Zero flows still makes one working queue; a tiny quantum is raised
+    // to 256 bytes, so a 1500-byte packet does not need 1500 rounds.
+    let mut q = FqCodel::new(
+        FqCodelConfig {
+            flows: 0,
+            quantum: 1,
+            ..d
+        },
+        10,
+        0,
+    );
+    assert_eq!(q.classify(&pkt(1, 100, 0, 0)), 0);
+    q.enqueue(0, pkt(1, 1500, 0, 0));
+    q.enqueue(0, pkt(2, 1500, 0, 0));
+    assert!(q.dequeue(0).is_some() && q.dequeue(0).is_some());
+}

@@ -330,3 +330,62 @@ fn through_a_port() {
     assert_eq!(c.drops_queue, full);
     assert_eq!(port.queue_discipline().name(), "red");
 }
+
+#[test]
+fn bad_knobs_are_reported_and_clamped() {
+    let mut cfg = PortConfig::new(1_000_000);
+    assert_eq!(cfg.validate(), Ok(()));
+    for (bad, name) in [
+        (
+            RedConfig {
+                min_th: f64::NAN,
+                ..RedConfig::default()
+            },
+            "min_th",
+        ),
+        (
+            RedConfig {
+                max_th: 100.0,
+                ..RedConfig::default()
+            },
+            "max_th",
+        ),
+        (
+            RedConfig {
+                max_p: 1.5,
+                ..RedConfig::default()
+            },
+            "max_p",
+        ),
+        (
+            RedConfig {
+                w_q: 0.0,
+                ..RedConfig::default()
+            },
+            "w_q",
+        ),
+        (
+            RedConfig {
+                mean_packet_bytes: 0,
+                ..RedConfig::default()
+            },
+            "mean_packet_bytes",
+        ),
+    ] {
+        cfg.qdisc = QdiscConfig::Red(bad);
+        assert_eq!(cfg.validate(), Err(ka_router::ConfigError::BadValue(name)));
+        // The discipline still works, with the bad value replaced.
+        let red = Red::new(bad, 10, 1_000_000, 0);
+        assert_eq!(red.config().validate(), Ok(()));
+    }
+    let red = Red::new(
+        RedConfig {
+            max_th: 100.0,
+            ..RedConfig::default()
+        },
+        10,
+        1,
+        0,
+    );
+    assert_eq!(red.config().max_th, 750.0);
+}

@@ -399,3 +399,61 @@ impl FqCodel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp(sport: u8, len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len];
+        b[0] = 0x45;
+        b[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        b[8] = 64;
+        b[9] = 17;
+        b[21] = sport;
+        b
+    }
+
+    #[test]
+    fn per_flow_state_is_as_documented() {
+        // "About 100 bytes per flow queue": the flow, its backlog and its
+        // slot in each list.
+        let per_flow = std::mem::size_of::<Flow>() + std::mem::size_of::<usize>() + 2 * 4;
+        assert!(per_flow <= 112, "{per_flow} bytes");
+        let q = FqCodel::new(FqCodelConfig::default(), 1000, 0);
+        assert_eq!(q.flows.len(), 1024);
+        assert!(q.new_flows.capacity() >= 1024 && q.old_flows.capacity() >= 1024);
+        let q = FqCodel::new(
+            FqCodelConfig {
+                flows: usize::MAX,
+                ..FqCodelConfig::default()
+            },
+            1000,
+            0,
+        );
+        assert_eq!(q.flows.len(), MAX_FLOWS);
+    }
+
+    #[test]
+    fn rings_shrink_as_flows_drain_and_memory_is_accounted() {
+        let mut q = FqCodel::new(FqCodelConfig::default(), 10_000, 0);
+        for _ in 0..2000 {
+            q.enqueue(0, udp(1, 100));
+        }
+        let idx = q.classify(&udp(1, 100));
+        assert!(q.flows[idx].queue.capacity() >= 2000);
+        assert_eq!(q.totals.memory, 2000 * 100);
+        while q.dequeue(0).is_some() {}
+        assert!(q.flows[idx].queue.capacity() <= RING_KEEP);
+        assert_eq!(
+            (
+                q.totals.packets,
+                q.totals.bytes,
+                q.totals.memory,
+                q.totals.active
+            ),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(q.backlogs[idx], 0);
+    }
+}
