@@ -78,9 +78,33 @@ pub(crate) struct CodelVars {
 }
 
 impl CodelVars {
+    /// The per-packet fast path, for a caller that can peek at its head
+    /// (enqueued at `enqueued_at`, leaving `backlog_after` bytes once
+    /// popped): true if CoDel would simply send it — not in the dropping
+    /// state and the packet passes the sojourn test, whose reset of
+    /// `first_above_time` is applied. The caller then pops and sends it;
+    /// [`CodelVars::dequeue`] would have done exactly that.
+    #[inline]
+    pub(crate) fn passes(
+        &mut self,
+        p: &CodelParams,
+        now: Nanos,
+        enqueued_at: Nanos,
+        backlog_after: usize,
+    ) -> bool {
+        if !self.dropping && (now.saturating_sub(enqueued_at) < p.target || backlog_after <= p.mtu)
+        {
+            self.first_above_time = None;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Dequeues the next packet to send at `now`, dropping (counted in
     /// `stats.drops_aqm`) or marking (counted in `stats.marks`) as the
     /// control law says.
+    #[inline]
     pub(crate) fn dequeue<Q: CodelQueue>(
         &mut self,
         p: &CodelParams,
@@ -88,7 +112,27 @@ impl CodelVars {
         q: &mut Q,
         stats: &mut QdiscStats,
     ) -> Option<(Nanos, Vec<u8>)> {
-        let mut item = q.pop();
+        let item = q.pop();
+        // The fast path (`should_drop` would reset first_above_time and
+        // say no, leaving nothing else to do).
+        if let Some((t, _)) = &item
+            && self.passes(p, now, *t, q.backlog())
+        {
+            return item;
+        }
+        self.dequeue_slow(p, now, q, stats, item)
+    }
+
+    /// The rest of RFC 8289's `dequeue` for a popped `item`.
+    #[inline(never)]
+    fn dequeue_slow<Q: CodelQueue>(
+        &mut self,
+        p: &CodelParams,
+        now: Nanos,
+        q: &mut Q,
+        stats: &mut QdiscStats,
+        mut item: Option<(Nanos, Vec<u8>)>,
+    ) -> Option<(Nanos, Vec<u8>)> {
         let Some(head) = item.as_ref() else {
             self.first_above_time = None;
             self.dropping = false;

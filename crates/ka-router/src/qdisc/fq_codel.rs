@@ -254,6 +254,7 @@ struct FlowQueue<'a> {
 }
 
 impl CodelQueue for FlowQueue<'_> {
+    #[inline]
     fn pop(&mut self) -> Option<(Nanos, Vec<u8>)> {
         let (t, p) = self.queue.pop_front()?;
         let len = p.len();
@@ -271,6 +272,7 @@ impl CodelQueue for FlowQueue<'_> {
         Some((t, p))
     }
 
+    #[inline]
     fn backlog(&self) -> usize {
         self.totals.bytes
     }
@@ -336,6 +338,25 @@ impl QueueDiscipline for FqCodel {
                 self.pop_list(from_new);
                 self.old_flows.push_back(idx);
                 continue;
+            }
+            // The common case without moving the packet around: CoDel lets
+            // the head go as it is.
+            if let Some((t, p)) = flow.queue.front() {
+                let len = p.len();
+                let after = self.totals.bytes.saturating_sub(len);
+                if flow.codel.passes(&self.codel, now, *t, after) {
+                    let mut q = FlowQueue {
+                        queue: &mut flow.queue,
+                        backlog,
+                        totals: &mut self.totals,
+                    };
+                    let (enqueued_at, packet) = q.pop()?;
+                    flow.deficit -= len as i64;
+                    return Some(Dequeued {
+                        packet,
+                        enqueued_at,
+                    });
+                }
             }
             let mut q = FlowQueue {
                 queue: &mut flow.queue,
