@@ -1,20 +1,50 @@
 #![no_main]
 //! Arbitrary bytes into `ka_router::Port::push`, then a full drain through
 //! `poll_timeout` / `poll_transmit`: never panics, everything queued comes
-//! out, counters add up.
+//! out or is counted as dropped by the queue discipline, counters add up.
 //!
-//! Input layout: byte 0 picks the signalling kind, `ipv6_signal` and the
-//! queue limit; then records of `[gap: u8][len: u16 BE][len bytes]` (gap in
-//! units of 50 µs), the last record taking whatever is left.
+//! Input layout: byte 0 picks the signalling kind, `ipv6_signal`, the delay
+//! and the queue limit; byte 1 picks the queue discipline (drop-tail, RED,
+//! FQ-CoDel; the high bits scale their knobs down so a small queue reaches
+//! their early drops, marks and overflow paths) and the seed; then records
+//! of `[gap: u8][len: u16 BE][len bytes]` (gap in units of 50 µs), the
+//! last record taking whatever is left.
 use std::time::{Duration, Instant};
 
-use ka_router::{Port, PortConfig, PushOutcome, Signalling};
+use ka_router::qdisc::{FqCodelConfig, RedConfig};
+use ka_router::{DropReason, Port, PortConfig, PushOutcome, QdiscConfig, Signalling};
 use libfuzzer_sys::fuzz_target;
 
+fn qdisc(sel: u8) -> QdiscConfig {
+    let small = sel & 0x04 != 0;
+    match sel % 3 {
+        0 => QdiscConfig::DropTail,
+        1 if small => QdiscConfig::Red(RedConfig {
+            min_th: f64::from(sel >> 5),
+            max_th: f64::from(sel >> 5) + 2.0,
+            w_q: 0.5,
+            gentle: sel & 0x08 != 0,
+            ecn: sel & 0x10 != 0,
+            ..RedConfig::default()
+        }),
+        1 => QdiscConfig::Red(RedConfig::default()),
+        _ if small => QdiscConfig::FqCodel(FqCodelConfig {
+            flows: usize::from(sel >> 5) + 1,
+            target: Duration::from_micros(100),
+            interval: Duration::from_millis(1),
+            ecn: sel & 0x10 != 0,
+            memory_limit: if sel & 0x08 != 0 { 4000 } else { 32 << 20 },
+            ..FqCodelConfig::default()
+        }),
+        _ => QdiscConfig::FqCodel(FqCodelConfig::default()),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, mut rest)) = data.split_first() else {
+    let [sel, qsel, rest @ ..] = data else {
         return;
     };
+    let (sel, qsel, mut rest) = (*sel, *qsel, rest);
     let mut cfg = PortConfig::new(10_000_000);
     cfg.signalling = match sel % 3 {
         0 => Signalling::Ka,
@@ -24,10 +54,12 @@ fuzz_target!(|data: &[u8]| {
     cfg.ipv6_signal = sel & 0x04 != 0;
     cfg.queue_limit = usize::from(sel >> 3);
     cfg.delay = Duration::from_micros(u64::from(sel & 0x03) * 700);
+    cfg.qdisc = qdisc(qsel);
+    cfg.seed = u64::from(qsel);
     let t0 = Instant::now();
     let mut port = Port::new(cfg, t0);
     let mut t = t0;
-    let (mut queued, mut out) = (0u64, 0u64);
+    let (mut queued, mut refused, mut out) = (0u64, 0u64, 0u64);
     while let Some((&gap, r)) = rest.split_first() {
         let (len, r) = match r {
             [a, b, r @ ..] => (usize::from(u16::from_be_bytes([*a, *b])), r),
@@ -36,8 +68,10 @@ fuzz_target!(|data: &[u8]| {
         let (pkt, r) = r.split_at(len.min(r.len()));
         rest = r;
         t += Duration::from_micros(u64::from(gap) * 50);
-        if port.push(t, pkt.to_vec()) == PushOutcome::Queued {
-            queued += 1;
+        match port.push(t, pkt.to_vec()) {
+            PushOutcome::Queued | PushOutcome::Marked => queued += 1,
+            PushOutcome::Dropped(DropReason::QueueFull | DropReason::Aqm) => refused += 1,
+            PushOutcome::Dropped(_) => {}
         }
         while port.poll_transmit(t).is_some() {
             out += 1;
@@ -50,7 +84,11 @@ fuzz_target!(|data: &[u8]| {
             out += 1;
         }
     }
-    let c = port.snapshot().counters;
-    assert_eq!(out, queued + c.fragments_made);
+    let s = port.snapshot();
+    let c = s.counters;
+    assert_eq!(s.queue_packets, 0);
+    // Drops of packets the discipline had queued (CoDel, FQ-CoDel overflow).
+    let dropped_later = c.drops_queue + c.drops_aqm - refused;
+    assert_eq!(out + dropped_later, queued + c.fragments_made);
     assert_eq!(c.packets_out, out);
 });

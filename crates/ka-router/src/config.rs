@@ -214,8 +214,10 @@ impl PortConfig {
     /// [`crate::Port::new`] never fails: it clamps what this rejects
     /// (capacity to ≥ 1 bit/s, non-finite or negative knobs to their
     /// defaults, a zero RTT to 1 µs; an invalid scale means the port never
-    /// stamps). Front ends should call this first and
-    /// report the error.
+    /// stamps; the queue discipline's knobs as
+    /// [`RedConfig::validate`](crate::qdisc::RedConfig::validate) and
+    /// [`FqCodelConfig::validate`](crate::qdisc::FqCodelConfig::validate)
+    /// describe). Front ends should call this first and report the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.capacity_bps == 0 {
             return Err(ConfigError::ZeroCapacity);
@@ -252,7 +254,11 @@ impl PortConfig {
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
         }
-        Ok(())
+        match &self.qdisc {
+            QdiscConfig::DropTail => Ok(()),
+            QdiscConfig::Red(c) => c.validate(),
+            QdiscConfig::FqCodel(c) => c.validate(),
+        }
     }
 
     /// The configuration with every out-of-range value clamped (see

@@ -2,7 +2,7 @@
 //!
 //! The sans-IO router core of DESIGN §4. One [`Port`] per direction parses
 //! and classifies packets, learns the path RTT from RTT-indicator packets,
-//! queues drop-tail, serialises at capacity C, runs a pluggable
+//! queues them (drop-tail, RED or FQ-CoDel), serialises at capacity C, runs a pluggable
 //! [`RateController`] ([`Rcp`] by default) and, on dequeue, fragments IPv4 /
 //! IPv6 packets so that the leading fragment's payload length encodes the
 //! fair-share rate (Kick-Ass, paper §II). A thin tokio/TUN binary
@@ -137,7 +137,9 @@
 //! [`MAX_PACKET_LEN`] bytes each, and a queued buffer's capacity is kept
 //! below `max(2 · len, SHRINK_SLACK)`. Nothing else grows with input except
 //! the delay line (bounded by C · delay plus what the caller leaves
-//! uncollected).
+//! uncollected). FQ-CoDel's flow table is allocated once (about 100 bytes
+//! per flow queue, at most [`qdisc::MAX_FLOWS`] of them) and it also caps
+//! the buffer bytes it holds (`memory_limit`); see [`qdisc::FqCodel`].
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),

@@ -18,6 +18,11 @@
 //! | kind | file | what |
 //! |---|---|---|
 //! | [`DropTail`] | `droptail.rs` | FIFO, tail drop at the limit (DESIGN §4.1; the default) |
+//! | [`Red`] | `red.rs` | RED with gentle mode, count-based spacing, idle-time correction and ECN (DESIGN §8.2) |
+//! | [`FqCodel`] | `fq_codel.rs` | FQ-CoDel: hashed flow queues, DRR with new/old lists, overflow from the fattest queue (DESIGN §8.3, RFC 8290) |
+//! |  | `codel.rs` | the CoDel state machine of each FQ-CoDel flow queue (RFC 8289) |
+//! |  | `flow_hash.rs` | FQ-CoDel's flow key and keyed hash (RFC 8290 §4.1.1) |
+//! |  | `rng.rs` | SplitMix64, the disciplines' seeded randomness |
 //!
 //! Times are nanoseconds on the port's clock ([`Nanos`]). A discipline may
 //! drop packets inside `dequeue` (CoDel) or drop an already queued packet to
@@ -30,12 +35,16 @@
 //! [`MAX_PACKET_LEN`](crate::MAX_PACKET_LEN); per-discipline state beyond
 //! that is fixed-size and documented on each.
 
+mod codel;
 mod droptail;
+mod flow_hash;
 mod fq_codel;
 mod red;
+mod rng;
 
 pub use droptail::DropTail;
-pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use flow_hash::RAW_KEY_BYTES;
+pub use fq_codel::{CODEL_MTU, FqCodel, FqCodelConfig, MAX_FLOWS, MIN_QUANTUM};
 pub use red::{Red, RedConfig};
 
 use std::fmt;

@@ -218,3 +218,28 @@ pub fn zero_v4_checksum(p: &[u8]) -> Vec<u8> {
     v[11] = 0;
     v
 }
+
+/// An IPv4/UDP packet of `total` (≥ 28) bytes from port `sport` to `dport`
+/// with ECN codepoint `ecn` (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) and a
+/// 4-byte sequence number `seq` right after the UDP header. Valid header
+/// checksum.
+pub fn udp_v4(sport: u16, dport: u16, total: usize, ecn: u8, seq: u32) -> Vec<u8> {
+    assert!(total >= 32);
+    let mut payload = vec![0u8; total - 20];
+    payload[..2].copy_from_slice(&sport.to_be_bytes());
+    payload[2..4].copy_from_slice(&dport.to_be_bytes());
+    payload[4..6].copy_from_slice(&((total - 20) as u16).to_be_bytes());
+    payload[8..12].copy_from_slice(&seq.to_be_bytes());
+    let mut p = ipv4(&payload, &[], false, false, 0, seq as u16, 64, 17);
+    p[1] = ecn & 3;
+    Ipv4Packet::new_unchecked(&mut p[..]).fill_checksum();
+    p
+}
+
+/// Source port and sequence number of a [`udp_v4`] packet.
+pub fn udp_v4_id(p: &[u8]) -> (u16, u32) {
+    (
+        u16::from_be_bytes([p[20], p[21]]),
+        u32::from_be_bytes([p[28], p[29], p[30], p[31]]),
+    )
+}
