@@ -133,7 +133,7 @@ pub mod rtt;
 pub mod stack;
 
 pub use cc::{CcAlgorithm, Controller, Cubic, NewReno};
-pub use config::{KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
+pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,
     Transmit,
