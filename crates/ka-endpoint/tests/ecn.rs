@@ -115,34 +115,55 @@ fn negotiation_matrix() {
     }
 }
 
-/// The first ECN-setup SYN is lost: the retransmission goes without ECE and
-/// CWR (RFC 3168 §6.1.1.1), and the connection runs without ECN.
-#[test]
-fn syn_retransmission_falls_back_to_no_ecn() {
-    let mut net = pair(tcp(EcnMode::On), tcp(EcnMode::On), 20);
-    let dropped = Rc::new(Cell::new(false));
-    let d = dropped.clone();
-    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
+/// A hop dropping the first SYN (or SYN-ACK) that passes.
+fn drop_first_syn(dropped: Rc<Cell<bool>>) -> Hop {
+    Hop::Filter(Box::new(move |_, pkt| {
         let ip = Ipv4Packet::new_checked(pkt).unwrap();
         let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
-        let first_syn = tcp.flags() & SYN != 0 && !d.get();
-        d.set(d.get() || first_syn);
+        let first_syn = tcp.flags() & SYN != 0 && !dropped.get();
+        dropped.set(dropped.get() || first_syn);
         first_syn
-    })));
-    let (h, hb) = exchange(&mut net);
-    assert!(dropped.get());
-    let syns: Vec<u8> = net
-        .sent_a
-        .iter()
-        .filter(|s| is_syn(s))
-        .map(|s| s.flags & (ECE | CWR))
-        .collect();
-    assert_eq!(syns, vec![ECE | CWR, 0], "ECN-setup, then plain");
-    let synack = net.sent_b.iter().find(|s| is_syn(s)).unwrap();
-    assert_eq!(synack.flags & (ECE | CWR), 0);
-    assert!(!net.a.conn(h).unwrap().ecn_enabled());
-    assert!(!net.b.conn(hb).unwrap().ecn_enabled());
-    check_codepoints(&net, false);
+    }))
+}
+
+/// The first ECN-setup SYN, or the first SYN-ACK, is lost: the SYN
+/// retransmission goes without ECE and CWR (RFC 3168 §6.1.1.1), and the
+/// connection runs without ECN on both sides.
+#[test]
+fn syn_retransmission_falls_back_to_no_ecn() {
+    for lose_synack in [false, true] {
+        let mut net = pair(tcp(EcnMode::On), tcp(EcnMode::On), 20);
+        let dropped = Rc::new(Cell::new(false));
+        let path = if lose_synack {
+            &mut net.ba
+        } else {
+            &mut net.ab
+        };
+        path.hops.push(drop_first_syn(dropped.clone()));
+        let (h, hb) = exchange(&mut net);
+        assert!(dropped.get());
+        let flags = |sent: &[Sent]| -> Vec<u8> {
+            sent.iter()
+                .filter(|s| is_syn(s))
+                .map(|s| s.flags & (ECE | CWR))
+                .collect()
+        };
+        assert_eq!(
+            flags(&net.sent_a),
+            vec![ECE | CWR, 0],
+            "ECN-setup, then plain"
+        );
+        let synacks = flags(&net.sent_b);
+        if lose_synack {
+            // the first answered the ECN-setup SYN, the second the plain one
+            assert_eq!(synacks, vec![ECE, 0]);
+        } else {
+            assert_eq!(synacks, vec![0]);
+        }
+        assert!(!net.a.conn(h).unwrap().ecn_enabled());
+        assert!(!net.b.conn(hb).unwrap().ecn_enabled());
+        check_codepoints(&net, false);
+    }
 }
 
 /// A SYN-ACK crafted by hand for the SYN `syn` (an IPv4 packet from A).
@@ -555,4 +576,61 @@ fn ka_flow_leaves_ka_mode_on_ce_echo() {
     assert!(st.ssthresh <= change.1.cwnd / 2 + 1, "{st:?} {change:?}");
     net.run_for(Duration::from_millis(300));
     assert_eq!(net.a.conn(h).unwrap().stats().ece_reactions, 1);
+}
+
+/// Over IPv6 the codepoint lives in the traffic class: data leaves ECT(0),
+/// a CE mark reaches the receiver and comes back as one reaction.
+#[test]
+fn ipv6_carries_ect_and_ce() {
+    let t0 = Instant::now();
+    let mut a = Stack::new(stack_cfg(1, tcp(EcnMode::On)), t0);
+    let mut b = Stack::new(stack_cfg(2, tcp(EcnMode::Accept)), t0);
+    b.listen(80);
+    let h = a
+        .connect(
+            t0,
+            "[fd00::1]:0".parse().unwrap(),
+            "[fd00::2]:80".parse().unwrap(),
+        )
+        .unwrap();
+    let mut buf = vec![0u8; 2048];
+    let (mut now, mut data_seen, mut marked) = (t0, 0, false);
+    for _ in 0..200 {
+        now += Duration::from_millis(5);
+        if a.conn(h).unwrap().state() == ka_endpoint::State::Established
+            && a.conn(h).unwrap().send_queued() == 0
+            && data_seen < 40
+        {
+            a.conn_mut(h).unwrap().write(&[9u8; 5000]);
+        }
+        while let Some(n) = a.poll_transmit(now, &mut buf) {
+            let pkt = &mut buf[..n];
+            let tcp_len = n - 40;
+            let ecn = ka_codec::wire::ecn::ecn(pkt).unwrap();
+            if tcp_len > 100 {
+                data_seen += 1;
+                assert_eq!(ecn, Ecn::Ect0);
+                if !marked {
+                    marked = true;
+                    ka_codec::wire::ecn::mark_ce(pkt);
+                }
+            } else {
+                assert_eq!(ecn, Ecn::NotEct);
+            }
+            b.handle_packet(now, pkt);
+        }
+        while let Some(n) = b.poll_transmit(now, &mut buf) {
+            assert_eq!(ka_codec::wire::ecn::ecn(&buf[..n]), Some(Ecn::NotEct));
+            a.handle_packet(now, &buf[..n]);
+        }
+        while b.poll_event().is_some() {}
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+    let hb = b.handles().next().unwrap();
+    assert!(data_seen >= 20 && marked);
+    assert!(a.conn(h).unwrap().ecn_enabled());
+    assert_eq!(b.conn(hb).unwrap().stats().ce_received, 1);
+    let st = a.conn(h).unwrap().stats();
+    assert_eq!((st.ece_reactions, st.cwr_sent), (1, 1), "{st:?}");
 }

@@ -16,7 +16,10 @@
 //!   reflecting non-ECN peer does not turn ECN on.
 //! * SYN retransmissions are sent without ECE and CWR (the fallback of
 //!   §6.1.1.1, Linux's `tcp_ecn_fallback`): a path that drops ECN-setup SYNs
-//!   costs one SYN timeout, and that connection then runs without ECN.
+//!   costs one SYN timeout, and that connection then runs without ECN. A
+//!   passive side that gets such a retransmission (its SYN-ACK was lost)
+//!   renegotiates from it, so it does not send ECT to a peer that gave up
+//!   on ECN.
 //!   (The other fallback §6.1.1.1 allows, retrying after a RST, is not
 //!   done: the RST closes the connection as `Refused`.)
 //! * Simultaneous open: ECN is on if both SYNs were ECN-setup.

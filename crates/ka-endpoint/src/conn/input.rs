@@ -88,6 +88,8 @@ impl Connection {
 
         // retransmitted SYN while we wait for the handshake's ACK
         if self.state == State::SynReceived && syn && flags & ACK == 0 && seq == 0 {
+            // it may have fallen back to a non-ECN-setup SYN
+            self.ecn_on_peer_syn(flags);
             self.need_syn = true;
             return;
         }

@@ -15,6 +15,11 @@
 //! The stack accepts packets for any destination address (it owns the whole
 //! TUN device / simulated host); a listener matches a port on all addresses.
 //! ICMP and non-TCP packets are ignored (counted).
+//!
+//! ECN: the ECN codepoint of each arriving packet (of a reassembled
+//! datagram: see [`reasm`]) goes to its connection with the segment
+//! ([`Connection::handle_segment_ecn`]); outgoing packets get the codepoint
+//! the connection chose ([`Transmit::ecn`](crate::Transmit::ecn)).
 
 pub mod reasm;
 
