@@ -28,8 +28,9 @@
 //!
 //! * **ECT(0)** ([`Transmit::ecn`](super::Transmit::ecn)) on segments that
 //!   carry *new* data, RTT indicators included. Not-ECT on SYN and SYN-ACK
-//!   (§6.1.1), pure ACKs and FIN-only segments (nothing to mark instead of
-//!   drop: they are not congestion-controlled, §6.1.4), retransmissions
+//!   (§6.1.1), pure ACKs (§6.1.4: they are not congestion-controlled, so
+//!   a mark on them could not be answered), FIN-only segments (the same
+//!   reasoning; Linux marks only segments with data), retransmissions
 //!   (§6.1.5), zero-window probes (§6.1.6) and RSTs.
 //! * **ECE** on an acceptable ACK is a congestion signal. The sender reacts
 //!   at most once per window of data (§6.1.2): not during a loss recovery,
