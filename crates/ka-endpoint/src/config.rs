@@ -66,6 +66,47 @@ impl Default for KaConfig {
     }
 }
 
+/// Whether a connection uses ECN (RFC 3168), modelled on Linux's
+/// `net.ipv4.tcp_ecn` (0 / 2 / 1).
+///
+/// ECN is on for a connection only if both ends agree in the handshake
+/// (an ECN-setup SYN answered by an ECN-setup SYN-ACK); see the
+/// `conn::ecn` module docs for what it then does.
+///
+/// The default is [`EcnMode::Accept`], Linux's default: answering a peer
+/// that asks costs nothing and lets an ECN sender (e.g. a Linux host with
+/// `tcp_ecn = 1`) get marks instead of drops, while asking on our own
+/// active opens stays opt-in because (a) an ECN-setup SYN changes the bytes
+/// of every SYN and data packet, so the simulator's scenarios reproduce
+/// the paper (whose TCP had no ECN) only if it is off unless a scenario
+/// says `[tcp] ecn = true`, and (b) some middleboxes still drop or reset
+/// ECN-setup SYNs (RFC 3168 §6.1.1.1, RFC 8311 §1) — we fall back on a
+/// SYN retransmission, at the cost of one SYN timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EcnMode {
+    /// Never ECN: SYNs and SYN-ACKs are never ECN-setup (`tcp_ecn = 0`).
+    Off,
+    /// Answer an ECN-setup SYN with an ECN-setup SYN-ACK; never ask on
+    /// active opens (`tcp_ecn = 2`).
+    #[default]
+    Accept,
+    /// Ask on active opens (ECN-setup SYN) and accept on passive ones
+    /// (`tcp_ecn = 1`).
+    On,
+}
+
+impl EcnMode {
+    /// Whether an active open sends an ECN-setup SYN.
+    pub fn requests(self) -> bool {
+        self == EcnMode::On
+    }
+
+    /// Whether a passive open answers an ECN-setup SYN in kind.
+    pub fn accepts(self) -> bool {
+        self != EcnMode::Off
+    }
+}
+
 /// Parameters of one TCP connection.
 #[derive(Debug, Clone, Copy)]
 pub struct TcpConfig {
@@ -138,6 +179,9 @@ pub struct TcpConfig {
     /// Cap on queued [`Event`](crate::Event)s per connection (the oldest
     /// informational events are dropped beyond it). Default 256.
     pub max_events: usize,
+    /// ECN (RFC 3168) negotiation policy. Default [`EcnMode::Accept`]
+    /// (see there for why).
+    pub ecn: EcnMode,
     /// Kick-Ass.
     pub ka: KaConfig,
 }
@@ -170,6 +214,7 @@ impl Default for TcpConfig {
             window_scale: true,
             challenge_acks_per_sec: 10,
             max_events: 256,
+            ecn: EcnMode::default(),
             ka: KaConfig::default(),
         }
     }

@@ -15,7 +15,7 @@
 //! * [`Connection`] — one TCP connection as a state machine (handshake with
 //!   MSS / window scale / SACK / timestamps / KA-Permitted, RFC 6298 RTO,
 //!   NewReno or CUBIC, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
-//!   RFC 5961) plus the KA receiver echo and the sender's KA/TCP mode
+//!   RFC 5961, RFC 3168 ECN) plus the KA receiver echo and the sender's KA/TCP mode
 //!   machine ([`Mode`], [`ModeChange`]).
 //! * [`cc`] — the TCP-mode congestion controllers behind [`Controller`];
 //!   [`rtt`] — the RFC 6298 estimator.
@@ -91,6 +91,20 @@
 //!   machine on IPv4 RCP options and RCP-Echo TCP options.
 //! * **Indicators** go out when due even between pacing slots (still
 //!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
+//! * **ECN** (RFC 3168, DESIGN §8.6; [`EcnMode`]): by default a
+//!   connection accepts ECN when the peer asks but does not ask itself
+//!   (Linux's `tcp_ecn = 2`): asking is opt-in so that simulated scenarios
+//!   keep the paper's plain TCP, and because some middleboxes still drop
+//!   ECN-setup SYNs. Data is sent ECT(0) (never retransmissions, pure ACKs,
+//!   SYNs or window probes); the receiver echoes a CE mark with ECE on every
+//!   ACK until CWR arrives and ACKs CE-marked data at once (as Linux does);
+//!   the sender reacts at most once per window of data with the
+//!   controller's fast-recovery reduction (NewReno ½, CUBIC β), without
+//!   retransmitting, and in KA mode an echo ends KA mode like a loss
+//!   ([`ModeReason::Ecn`], paper §II-C3). A retransmitted SYN goes without
+//!   ECN-setup (RFC 3168 §6.1.1.1). Fragments: CE on any piece survives
+//!   reassembly. Counters: [`ConnStats`]'s `ce_received`, `ece_received`,
+//!   `ece_reactions`, `cwr_sent`.
 //! * **Pacing**: a next-departure-time pacer; in KA mode at R with 3 ms of
 //!   burst credit, in TCP mode (if enabled) at the controller's rate with
 //!   1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
@@ -133,7 +147,7 @@ pub mod rtt;
 pub mod stack;
 
 pub use cc::{CcAlgorithm, Controller, Cubic, NewReno};
-pub use config::{KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
+pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,
     Transmit,

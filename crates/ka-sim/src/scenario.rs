@@ -336,6 +336,13 @@ pub struct TcpKnobs {
     pub byte_counting: Option<bool>,
     /// Window-update ACKs when the application's read opens the window.
     pub window_update_on_read: Option<bool>,
+    /// ECN (RFC 3168): `true` = every endpoint asks for ECN on its active
+    /// opens and accepts it on passive ones (`EcnMode::On`), `false` =
+    /// never (`EcnMode::Off`). Unset = the endpoint's default
+    /// (`EcnMode::Accept`: accept, never ask, so no connection uses ECN).
+    /// Data packets of ECN connections are ECT(0); a CE mark makes the
+    /// sender reduce its window once per RTT (in KA mode: leave it).
+    pub ecn: Option<bool>,
 }
 
 impl TcpKnobs {
@@ -362,6 +369,13 @@ impl TcpKnobs {
         }
         if let Some(v) = self.window_update_on_read {
             t.window_update_on_read = v;
+        }
+        if let Some(v) = self.ecn {
+            t.ecn = if v {
+                ka_endpoint::EcnMode::On
+            } else {
+                ka_endpoint::EcnMode::Off
+            };
         }
     }
 }
@@ -815,6 +829,26 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         assert_eq!(hops.len(), 5);
         assert_eq!(hops[4].name, "hop5");
         assert!((hops.iter().map(|h| h.delay_ms).sum::<f64>() - 50.0).abs() < 1e-9);
+    }
+
+    /// `[tcp] ecn` turns ECN on (or off) for the endpoints it is applied
+    /// to; unset leaves the endpoint's default.
+    #[test]
+    fn tcp_ecn_knob() {
+        use ka_endpoint::{EcnMode, TcpConfig};
+        let with = |v: &str| FIG3.replace("[topology]", &format!("[tcp]\necn = {v}\n\n[topology]"));
+        for (text, want) in [
+            (with("true"), EcnMode::On),
+            (with("false"), EcnMode::Off),
+            (FIG3.to_string(), TcpConfig::default().ecn),
+        ] {
+            let s = Scenario::from_toml(&text).unwrap();
+            let mut t = TcpConfig::default();
+            s.tcp.apply(&mut t);
+            assert_eq!(t.ecn, want, "{:?}", s.tcp.ecn);
+        }
+        assert_eq!(TcpConfig::default().ecn, EcnMode::Accept);
+        assert!(Scenario::from_toml(&with("1")).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Segment arrival (RFC 9293 §3.10.7 "SEGMENT ARRIVES", RFC 5961, RFC 7323).
 
 use super::{CloseReason, Connection, Event, PendingRst, Recovery, State, unwrap_seq};
-use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpRepr};
+use ka_codec::wire::tcp::{ACK, ECE, FIN, RST, SYN, TcpRepr};
 use std::time::{Duration, Instant};
 
 /// RFC 5681 / 6675 DupThresh.
@@ -88,6 +88,8 @@ impl Connection {
 
         // retransmitted SYN while we wait for the handshake's ACK
         if self.state == State::SynReceived && syn && flags & ACK == 0 && seq == 0 {
+            // it may have fallen back to a non-ECN-setup SYN
+            self.ecn_on_peer_syn(flags);
             self.need_syn = true;
             return;
         }
@@ -197,9 +199,13 @@ impl Connection {
             self.ts_recent = tsval;
         }
 
+        let ece_flight = (flags & ECE != 0).then(|| self.flight_size());
         self.process_ack(now, seg, seq, ack, payload.is_empty() && !fin);
         if self.state == State::Closed {
             return;
+        }
+        if let Some(flight) = ece_flight {
+            self.ecn_on_ece(now, flight);
         }
 
         let fresh_before = self.stats.ka_signals_fresh;
@@ -213,6 +219,7 @@ impl Connection {
             self.ka_on_unsignalled_ack(now);
         }
 
+        self.ecn_on_segment(flags, payload.len());
         // data
         if !payload.is_empty()
             && matches!(
@@ -395,6 +402,7 @@ impl Connection {
         self.stats.fast_retransmits += 1;
         self.ka_on_loss(now, false);
         self.cc.on_congestion_event(now, sent, false, flight);
+        self.ecn_window_reduced();
         let reno = if self.sack_ok {
             0
         } else {
@@ -453,6 +461,7 @@ impl Connection {
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.ka_on_loss(now, true);
         self.cc.on_congestion_event(now, sent, true, flight);
+        self.ecn_window_reduced();
         if self.retries >= 2 {
             // the receiver may have reneged on SACKed data (RFC 2018 §8)
             self.sb.clear_sacks();

@@ -13,7 +13,8 @@
 //! * KA → TCP on a loss event (fast retransmit or RTO): the TCP-mode
 //!   controller is set to the KA window and then reacts as it would to any
 //!   loss. "Left by loss". A loss while already in TCP mode also counts as
-//!   "left by loss".
+//!   "left by loss". An ECN echo the sender reacts to (see `conn::ecn`)
+//!   counts as a loss here (paper §II-C3).
 //! * KA → TCP when no fresh signal for more than `silence_srtts · srtt`
 //!   (at least three packet times at R, plus srtt/16 of jitter margin; see
 //!   `ka_silence_deadline`): `cwnd = flight, ssthresh = cwnd`. "Left by
@@ -119,7 +120,7 @@ pub enum Mode {
 /// Why the sender last left KA mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LeftBy {
-    /// A loss event (duplicate ACKs, SACK or RTO).
+    /// A loss event (duplicate ACKs, SACK or RTO) or an ECN echo (ECE).
     Loss,
     /// No fresh signal for more than an srtt.
     Silence,
@@ -139,6 +140,9 @@ pub enum ModeReason {
     Loss,
     /// Retransmission timeout.
     Timeout,
+    /// An ECN echo (ECE) the sender reacted to: a router marked CE
+    /// (RFC 3168; treated like a loss, paper §II-C3).
+    Ecn,
     /// No fresh signal for more than an srtt.
     Silence,
 }
@@ -596,6 +600,18 @@ impl Connection {
     /// mode the controller first takes over the KA window so it reacts from
     /// there.
     pub(super) fn ka_on_loss(&mut self, now: Instant, rto: bool) {
+        let reason = if rto {
+            ModeReason::Timeout
+        } else {
+            ModeReason::Loss
+        };
+        self.ka_on_congestion(now, reason);
+    }
+
+    /// A congestion signal (`reason`: loss, timeout or ECN echo) is about to
+    /// be handed to the TCP-mode controller: each leaves KA mode the same
+    /// way, as "left by loss".
+    pub(super) fn ka_on_congestion(&mut self, now: Instant, reason: ModeReason) {
         if !self.ka.enabled {
             return;
         }
@@ -603,11 +619,6 @@ impl Connection {
         if self.ka.mode == Mode::Ka {
             let w = self.ka_window();
             self.cc.set_window(now, w, w);
-            let reason = if rto {
-                ModeReason::Timeout
-            } else {
-                ModeReason::Loss
-            };
             self.change_mode(now, Mode::Tcp, reason);
         }
         self.ka.left_by = Some(super::LeftBy::Loss);

@@ -19,9 +19,11 @@
 //! backoff (6298), zero-window probes, delayed ACKs, receiver and sender SWS
 //! avoidance (1122), FIN/TIME-WAIT, RST, and the RFC 5961 defences (RST
 //! only at `rcv_nxt`, challenge ACKs for in-window RSTs and for SYNs in
-//! synchronised states, ACK acceptability). Not implemented: urgent data
-//! (ignored), keep-alives, ECN, path-MTU discovery (no ICMP handling), Nagle
-//! (segments are sent as soon as the windows allow, like `TCP_NODELAY`).
+//! synchronised states, ACK acceptability), ECN (3168; the choices are in
+//! the docs of the private `conn::ecn` module, summarised in the crate
+//! docs). Not implemented: urgent data (ignored), keep-alives, path-MTU
+//! discovery (no ICMP handling), Nagle (segments are sent as soon as the
+//! windows allow, like `TCP_NODELAY`).
 //!
 //! # DF policy
 //! A KA connection (KA offered or negotiated) never sets DF except on RTT
@@ -30,6 +32,7 @@
 //! whose total IP length falls in the indicator range 600..=611, which would
 //! otherwise be mistaken for RTT indicators by KA routers.
 
+mod ecn;
 mod input;
 mod ka;
 mod output;
@@ -146,6 +149,7 @@ pub struct Connection {
     close_after_rst: Option<CloseReason>,
 
     ka: KaState,
+    ecn: ecn::EcnState,
     pacer_next: Option<Instant>,
 
     events: VecDeque<Event>,
@@ -257,6 +261,7 @@ impl Connection {
             pending_rst: None,
             close_after_rst: None,
             ka: KaState::new(cfg.ka.enabled, now),
+            ecn: ecn::EcnState::default(),
             pacer_next: None,
             events: VecDeque::new(),
             readable_signalled: false,
@@ -468,6 +473,7 @@ impl Connection {
         s.time_in_ka = self.ka.time_in_ka(self.last_now);
         s.mode_changes = self.ka.mode_changes;
         s.ooo_dropped = self.rcvbuf.dropped_ooo;
+        s.ecn = self.ecn.ok;
         s
     }
 
@@ -648,6 +654,7 @@ impl Connection {
                     .clamp(64, 65_495);
             }
         }
+        self.ecn_on_peer_syn(syn.flags);
         self.irs = syn.seq;
         self.rcv_nxt = 1;
         self.last_ack_sent = 1;

@@ -4,8 +4,9 @@
 use super::{Connection, Mode, PendingRst, State, Transmit};
 use ka_codec::rtt::{INDICATOR_BASE, INDICATOR_MAX};
 use ka_codec::wire::checksum;
+use ka_codec::wire::ecn::Ecn;
 use ka_codec::wire::tcp::{
-    ACK, FIN, HEADER_LEN, PSH, RST, SYN, SackBlocks, TcpOptions, TcpPacket, TcpRepr,
+    ACK, CWR, FIN, HEADER_LEN, PSH, RST, SYN, SackBlocks, TcpOptions, TcpPacket, TcpRepr,
 };
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -101,7 +102,7 @@ impl Connection {
             o.rcp_permitted = rcp;
         }
         let seg = Seg {
-            flags: if passive_reply { SYN | ACK } else { SYN },
+            flags: self.ecn_syn_flags(passive_reply) | if passive_reply { SYN | ACK } else { SYN },
             seq: 0,
             data: None,
             rcp_option: !passive_reply && o.rcp_permitted,
@@ -142,6 +143,7 @@ impl Connection {
             dont_frag: self.dont_frag(false, self.ip_header_len + len),
             indicator: false,
             rcp_option: None,
+            ecn: Ecn::NotEct,
         })
     }
 
@@ -301,6 +303,11 @@ impl Connection {
         if len > 0 && self.snd_nxt + len as u64 == data_end {
             flags |= PSH;
         }
+        let new_data = len > 0 && !probe;
+        let cwr = new_data && self.ecn_cwr_due();
+        if cwr {
+            flags |= CWR;
+        }
         let seq = self.snd_nxt;
         let s = Seg {
             flags,
@@ -310,7 +317,10 @@ impl Connection {
             indicator,
             rcp_option: len > 0 && self.native_rcp(),
         };
-        let t = self.emit(now, buf, s)?;
+        let mut t = self.emit(now, buf, s)?;
+        if new_data {
+            t.ecn = self.ecn_on_new_data(cwr);
+        }
         let end = seq + len as u64 + u64::from(fin);
         self.sb.push(super::send::TxSeg {
             start: seq,
@@ -399,7 +409,7 @@ impl Connection {
             } else {
                 0
             },
-            flags: seg.flags,
+            flags: seg.flags | self.ecn_echo_flag(seg.flags),
             window,
             urgent: 0,
             options: seg.options,
@@ -435,6 +445,7 @@ impl Connection {
             dont_frag: self.dont_frag(seg.indicator, self.ip_header_len + total),
             indicator: seg.indicator,
             rcp_option: seg.rcp_option.then(|| self.rcp_ip_option()),
+            ecn: Ecn::NotEct,
         })
     }
 }

@@ -84,6 +84,9 @@ pub struct Transmit {
     /// in `len`; [`Connection::ip_options_room`](super::Connection::ip_options_room)
     /// says how much room to leave for it.
     pub rcp_option: Option<ka_codec::RcpOption>,
+    /// The ECN codepoint for the IP header: ECT(0) on new data of an ECN
+    /// connection, else Not-ECT (see the `conn::ecn` docs).
+    pub ecn: ka_codec::wire::ecn::Ecn,
 }
 
 /// Counters and current state of a connection.
@@ -152,4 +155,16 @@ pub struct ConnStats {
     pub ooo_dropped: u64,
     /// Events dropped because the queue was full.
     pub events_dropped: u64,
+    /// ECN was negotiated (RFC 3168).
+    pub ecn: bool,
+    /// CE-marked data segments received (receiver side).
+    pub ce_received: u64,
+    /// ACKs with ECE received (sender side; the echo repeats until our CWR
+    /// arrives, so one mark usually yields several).
+    pub ece_received: u64,
+    /// ECEs reacted to: window reductions (in KA mode: the switch to TCP
+    /// mode and its reduction), at most one per window of data.
+    pub ece_reactions: u64,
+    /// Segments sent with CWR.
+    pub cwr_sent: u64,
 }

@@ -112,6 +112,13 @@ pub struct FlowSummary {
     pub ka_enabled: bool,
     /// Mode at the end of the flow.
     pub final_mode: Mode,
+    /// Whether ECN was negotiated (RFC 3168).
+    pub ecn: bool,
+    /// ECN echoes the sender reacted to (window reductions, at most one
+    /// per RTT).
+    pub ece_reactions: u64,
+    /// CE-marked data segments received.
+    pub ce_received: u64,
 }
 
 impl FlowSummary {
@@ -161,6 +168,9 @@ impl StreamStats {
             retransmits: st.retransmits,
             ka_enabled: st.ka_enabled,
             final_mode: st.mode,
+            ecn: st.ecn,
+            ece_reactions: st.ece_reactions,
+            ce_received: st.ce_received,
         }
     }
 }

@@ -15,6 +15,11 @@
 //! The stack accepts packets for any destination address (it owns the whole
 //! TUN device / simulated host); a listener matches a port on all addresses.
 //! ICMP and non-TCP packets are ignored (counted).
+//!
+//! ECN: the ECN codepoint of each arriving packet (of a reassembled
+//! datagram: see [`reasm`]) goes to its connection with the segment
+//! ([`Connection::handle_segment_ecn`]); outgoing packets get the codepoint
+//! the connection chose ([`Transmit::ecn`](crate::Transmit::ecn)).
 
 pub mod reasm;
 
@@ -22,6 +27,7 @@ use crate::config::{StackConfig, TcpConfig};
 use crate::conn::{ConnInit, Connection, Event, State};
 use crate::isn::{IsnGenerator, tuple_hash};
 use ka_codec::rcp_option::{self, RcpOption};
+use ka_codec::wire::ecn::{Ecn, set_ecn};
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{checksum, ipv4, ipv6};
 use reasm::{FragKey, Reassembler};
@@ -349,6 +355,10 @@ impl Stack {
                     self.cfg.ttl,
                     option,
                 )?;
+                if t.ecn != Ecn::NotEct {
+                    // cannot fail: a well-formed header was just written
+                    let _ = set_ecn(buf.get_mut(..n)?, t.ecn);
+                }
                 self.stats.packets_out += 1;
                 return Some(n);
             }
@@ -387,6 +397,7 @@ impl Stack {
         }
         let src = IpAddr::from(ip.src_addr());
         let dst = IpAddr::from(ip.dst_addr());
+        let ecn = Ecn::from_bits(ip.dscp_ecn());
         // The native-RCP carrier: an IPv4 RCP option (not copied into
         // later fragments, so only unfragmented packets and leading
         // fragments have it). Malformed options are ignored.
@@ -399,7 +410,7 @@ impl Stack {
             None
         };
         if !ip.is_fragment() {
-            self.handle_tcp_with(now, src, dst, ip.payload(), rcp);
+            self.handle_tcp_with(now, src, dst, ip.payload(), rcp, ecn);
             return;
         }
         self.stats.fragments_in += 1;
@@ -419,11 +430,12 @@ impl Stack {
             ident: u32::from(ip.ident()),
         };
         let proto = (ip.frag_offset() == 0).then_some(ip.protocol());
-        if let Some(done) =
-            self.reasm
-                .insert(now, key, ip.frag_offset(), ip.more_frags(), payload, proto)
+        let (offset, more) = (ip.frag_offset(), ip.more_frags());
+        if let Some(done) = self
+            .reasm
+            .insert_ecn(now, key, offset, more, payload, proto, ecn)
         {
-            self.handle_tcp(now, src, dst, &done.payload);
+            self.handle_tcp(now, src, dst, &done.payload, done.ecn);
         }
     }
 
@@ -438,12 +450,13 @@ impl Stack {
         };
         let src = IpAddr::from(ip.src_addr());
         let dst = IpAddr::from(ip.dst_addr());
+        let ecn = Ecn::from_bits(ip.traffic_class());
         let end = ip.total_len();
         match layout.fragment {
             None => match layout.upper {
                 Some((6, off)) => {
                     let seg = packet.get(off..end).unwrap_or(&[]);
-                    self.handle_tcp(now, src, dst, seg);
+                    self.handle_tcp(now, src, dst, seg, ecn);
                 }
                 _ => self.stats.not_tcp += 1,
             },
@@ -463,10 +476,10 @@ impl Stack {
                 let proto = (fh.offset == 0).then_some(fh.next_header);
                 if let Some(done) =
                     self.reasm
-                        .insert(now, key, fh.offset, fh.more_frags, payload, proto)
+                        .insert_ecn(now, key, fh.offset, fh.more_frags, payload, proto, ecn)
                 {
                     if done.proto == 6 {
-                        self.handle_tcp(now, src, dst, &done.payload);
+                        self.handle_tcp(now, src, dst, &done.payload, done.ecn);
                     } else {
                         self.stats.not_tcp += 1;
                     }
@@ -509,13 +522,14 @@ impl Stack {
         }
     }
 
-    fn handle_tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &[u8]) {
-        self.handle_tcp_with(now, src, dst, seg, None);
+    fn handle_tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &[u8], ecn: Ecn) {
+        self.handle_tcp_with(now, src, dst, seg, None, ecn);
     }
 
     /// A TCP segment, with the IPv4 RCP option its packet carried (handed
     /// to the connection before the segment; for a SYN that opens a
-    /// connection, right after the connection is created).
+    /// connection, right after the connection is created) and the ECN
+    /// codepoint of its IP header.
     fn handle_tcp_with(
         &mut self,
         now: Instant,
@@ -523,6 +537,7 @@ impl Stack {
         dst: IpAddr,
         seg: &[u8],
         rcp: Option<RcpOption>,
+        ecn: Ecn,
     ) {
         let Ok(pkt) = TcpPacket::new_checked(seg) else {
             self.stats.malformed += 1;
@@ -544,7 +559,7 @@ impl Stack {
                 if let Some(opt) = rcp {
                     conn.on_rcp_option(now, opt);
                 }
-                conn.handle_segment(now, &repr, payload);
+                conn.handle_segment_ecn(now, &repr, payload, ecn);
             }
             return;
         }

@@ -17,8 +17,14 @@
 //!   evicted.
 //! * Fragments that would make a datagram longer than `max_datagram_len`, or
 //!   non-final fragments whose length is not a multiple of 8, are dropped.
+//! * **ECN** ([`Reassembler::insert_ecn`]): the datagram is CE if any
+//!   fragment was CE, and dropped if CE is mixed with Not-ECT (RFC 3168
+//!   §5.3: reassembly must not lose a congestion mark, nor put CE on a
+//!   packet whose sender did not do ECN). Otherwise ECT(0) if any fragment
+//!   had it, then ECT(1), else Not-ECT.
 
 use crate::config::ReassemblyConfig;
+use ka_codec::wire::ecn::Ecn;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -56,6 +62,8 @@ pub struct ReassemblyStats {
     pub evicted: u64,
     /// Fragments dropped as invalid or unfittable.
     pub invalid: u64,
+    /// Completed datagrams dropped because CE was mixed with Not-ECT.
+    pub ecn_mixed: u64,
 }
 
 #[derive(Debug)]
@@ -68,6 +76,8 @@ struct Datagram {
     /// Upper-layer protocol, from the offset-0 fragment (IPv6: the Fragment
     /// header's Next Header; IPv4: the IP protocol).
     proto: Option<u8>,
+    /// ECN codepoints seen, one bit per codepoint value.
+    ecn_seen: u8,
 }
 
 /// A completed datagram.
@@ -79,6 +89,8 @@ pub struct Reassembled {
     pub proto: u8,
     /// The whole payload (fragmentable part).
     pub payload: Vec<u8>,
+    /// The ECN codepoint of the datagram (see the module docs).
+    pub ecn: Ecn,
 }
 
 /// The reassembly buffer.
@@ -162,6 +174,7 @@ impl Reassembler {
     /// Offers one fragment: `offset` in bytes, `more` = MF, `data` its
     /// payload, `proto` the upper-layer protocol if this fragment names it
     /// (offset 0). Returns the datagram when this fragment completes it.
+    /// The fragment counts as Not-ECT (see [`Reassembler::insert_ecn`]).
     pub fn insert(
         &mut self,
         now: Instant,
@@ -170,6 +183,22 @@ impl Reassembler {
         more: bool,
         data: &[u8],
         proto: Option<u8>,
+    ) -> Option<Reassembled> {
+        self.insert_ecn(now, key, offset, more, data, proto, Ecn::NotEct)
+    }
+
+    /// [`Reassembler::insert`] for a fragment whose IP header carried the
+    /// ECN codepoint `ecn`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn insert_ecn(
+        &mut self,
+        now: Instant,
+        key: FragKey,
+        offset: usize,
+        more: bool,
+        data: &[u8],
+        proto: Option<u8>,
+        ecn: Ecn,
     ) -> Option<Reassembled> {
         self.stats.fragments += 1;
         self.handle_timeout(now);
@@ -201,6 +230,7 @@ impl Reassembler {
                     total_len: None,
                     charged: 0,
                     proto: None,
+                    ecn_seen: 0,
                 },
             );
         }
@@ -240,6 +270,7 @@ impl Reassembler {
         if offset == 0 && proto.is_some() {
             d.proto = proto;
         }
+        d.ecn_seen |= 1 << ecn.bits();
         self.charged += cost;
         // complete?
         let total = d.total_len?;
@@ -259,13 +290,31 @@ impl Reassembler {
         for p in d.pieces.values() {
             payload.extend_from_slice(p);
         }
+        let Some(ecn) = combined_ecn(d.ecn_seen) else {
+            self.stats.ecn_mixed += 1;
+            return None;
+        };
         self.stats.completed += 1;
         Some(Reassembled {
             key,
             proto: d.proto.unwrap_or(key.proto),
             payload,
+            ecn,
         })
     }
+}
+
+/// The ECN codepoint of a datagram whose fragments carried the codepoints
+/// in `seen` (bit `1 << codepoint`), or `None` to drop it (CE with Not-ECT).
+fn combined_ecn(seen: u8) -> Option<Ecn> {
+    let has = |e: Ecn| seen & (1 << e.bits()) != 0;
+    if has(Ecn::Ce) {
+        return (!has(Ecn::NotEct)).then_some(Ecn::Ce);
+    }
+    [Ecn::Ect0, Ecn::Ect1]
+        .into_iter()
+        .find(|&e| has(e))
+        .or(Some(Ecn::NotEct))
 }
 
 enum Verdict {
@@ -336,6 +385,39 @@ mod tests {
         assert_eq!(done.proto, 6);
         assert_eq!(r.memory(), 0);
         assert_eq!(r.in_progress(), 0);
+    }
+
+    /// RFC 3168 §5.3: a CE mark on any fragment survives reassembly; CE
+    /// with a Not-ECT fragment drops the datagram.
+    #[test]
+    fn ecn_of_reassembled_datagram() {
+        let t = Instant::now();
+        let data = [7u8; 64];
+        let run = |first: Ecn, second: Ecn, ident: u32| {
+            let mut r = Reassembler::new(cfg());
+            assert!(
+                r.insert_ecn(t, key(ident), 32, false, &data[32..], None, second)
+                    .is_none()
+            );
+            let done = r.insert_ecn(t, key(ident), 0, true, &data[..32], Some(6), first);
+            assert_eq!(r.memory(), 0);
+            (done.map(|d| d.ecn), r.stats())
+        };
+        use Ecn::*;
+        assert_eq!(run(Ect0, Ect0, 1).0, Some(Ect0));
+        assert_eq!(run(Ect0, Ce, 2).0, Some(Ce), "mark on the tail kept");
+        assert_eq!(run(Ce, Ect0, 3).0, Some(Ce), "mark on the lead kept");
+        assert_eq!(run(Ect1, Ce, 4).0, Some(Ce));
+        assert_eq!(run(NotEct, NotEct, 5).0, Some(NotEct));
+        assert_eq!(run(Ect1, Ect1, 6).0, Some(Ect1));
+        let (done, st) = run(NotEct, Ce, 7);
+        assert_eq!(done, None, "CE must not land on a Not-ECT datagram");
+        assert_eq!((st.ecn_mixed, st.completed), (1, 0));
+        // `insert` is Not-ECT
+        let mut r = Reassembler::new(cfg());
+        r.insert(t, key(8), 32, false, &data[32..], None);
+        let d = r.insert(t, key(8), 0, true, &data[..32], Some(6)).unwrap();
+        assert_eq!(d.ecn, NotEct);
     }
 
     #[test]

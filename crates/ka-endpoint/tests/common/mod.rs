@@ -63,6 +63,10 @@ pub enum Hop {
     },
     /// Drops the packets for which the predicate says so (one-shot faults).
     Filter(Box<FilterFn>),
+    /// Marks CE on the packets for which the predicate says so, if they are
+    /// ECN-capable (`ka_codec::wire::ecn::mark_ce`, what an AQM router does
+    /// instead of dropping).
+    Mark(Box<FilterFn>),
 }
 
 impl Hop {
@@ -143,6 +147,13 @@ impl Hop {
                     out.push(pkt);
                 }
             }
+            Hop::Mark(f) => {
+                let mut pkt = pkt;
+                if f(now, &pkt) {
+                    ka_codec::wire::ecn::mark_ce(&mut pkt);
+                }
+                out.push(pkt);
+            }
         }
     }
 
@@ -207,6 +218,9 @@ pub struct Sent {
     pub flags: u8,
     pub src_port: u16,
     pub seq: u32,
+    pub ack: u32,
+    /// ECN codepoint of the IP header.
+    pub ecn: ka_codec::wire::ecn::Ecn,
     /// srtt of the sending connection at that moment (if known).
     pub srtt: Option<Duration>,
 }
@@ -699,6 +713,8 @@ pub fn describe(at: Instant, pkt: &[u8], srtt: Option<Duration>) -> Sent {
         flags: tcp.flags(),
         src_port: tcp.src_port(),
         seq: tcp.seq(),
+        ack: tcp.ack(),
+        ecn: ka_codec::wire::ecn::ecn(pkt).expect("valid IP"),
         srtt,
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ka_codec::units::{parse_bytes, parse_duration};
 use ka_endpoint::driver::{Cidr, DriverConfig};
-use ka_endpoint::{CcAlgorithm, StackConfig};
+use ka_endpoint::{CcAlgorithm, EcnMode, StackConfig};
 
 const AFTER: &str = "\
 WIRING:
@@ -25,8 +25,9 @@ UNITS:
 
 OUTPUT:
   One line per finished flow; with --json one object per flow with bytes, fct_s, goodput_bps,
-  ka_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits (sender's view
-  when sending: FCT runs from connect to our FIN being acknowledged).
+  ka_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits, ecn,
+  ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our FIN
+  being acknowledged).
 
 EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt):
   ip netns exec ktb sh -c 'sysctl -qw net.ipv4.ip_forward=1 &&
@@ -81,6 +82,14 @@ pub struct Common {
     /// TCP-mode congestion control.
     #[arg(long, value_enum, default_value = "newreno")]
     pub cc: CcArg,
+
+    /// ECN (RFC 3168). `--ecn` alone = `on`: ask for ECN when connecting (and accept it when
+    /// asked); ECN connections send data ECT(0), and a CE mark then counts as congestion —
+    /// the window is cut once per RTT, and a KA sender leaves KA mode as after a loss.
+    /// `accept` (the default, like Linux's net.ipv4.tcp_ecn=2): use ECN only if the peer
+    /// asks. `off`: never.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, default_value = "accept", default_missing_value = "on")]
+    pub ecn: EcnArg,
 
     /// Print one JSON object per finished flow on stdout (and nothing else there).
     #[arg(long)]
@@ -197,6 +206,17 @@ impl FromStr for ListenAddr {
     }
 }
 
+/// `--ecn` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EcnArg {
+    /// Ask on active opens, accept on passive ones.
+    On,
+    /// Accept when the peer asks; never ask.
+    Accept,
+    /// Never.
+    Off,
+}
+
 /// `--cc` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CcArg {
@@ -223,6 +243,11 @@ impl Common {
         stack.tcp.cc = match self.cc {
             CcArg::Newreno => CcAlgorithm::NewReno,
             CcArg::Cubic => CcAlgorithm::Cubic,
+        };
+        stack.tcp.ecn = match self.ecn {
+            EcnArg::On => EcnMode::On,
+            EcnArg::Accept => EcnMode::Accept,
+            EcnArg::Off => EcnMode::Off,
         };
         DriverConfig {
             stack,
@@ -290,6 +315,7 @@ mod tests {
         let cfg = s.common.driver_config();
         assert!(!cfg.stack.tcp.ka.enabled);
         assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Cubic);
+        assert_eq!(cfg.stack.tcp.ecn, EcnMode::Accept, "accept by default");
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
             s.common.kernel_side().unwrap(),
@@ -306,6 +332,25 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn parses_ecn_forms() {
+        let ecn = |extra: &[&str]| {
+            let mut argv = vec!["ka-endpoint", "recv", "--addr", "10.0.0.1/24"];
+            argv.extend_from_slice(extra);
+            argv.extend_from_slice(&["--listen", "1"]);
+            let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+            let Cmd::Recv(r) = cli.cmd else {
+                panic!("not recv")
+            };
+            Ok::<_, String>(r.common.driver_config().stack.tcp.ecn)
+        };
+        assert_eq!(ecn(&[]), Ok(EcnMode::Accept));
+        assert_eq!(ecn(&["--ecn"]), Ok(EcnMode::On));
+        assert_eq!(ecn(&["--ecn", "off"]), Ok(EcnMode::Off));
+        assert_eq!(ecn(&["--ecn=accept"]), Ok(EcnMode::Accept));
+        assert!(ecn(&["--ecn", "maybe"]).is_err());
     }
 
     #[test]

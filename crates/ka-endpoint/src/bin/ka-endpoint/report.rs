@@ -37,6 +37,9 @@ pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) ->
         "time_tcp_s": f.time_tcp.as_secs_f64(),
         "mode_changes": f.mode_changes,
         "retransmits": f.retransmits,
+        "ecn": f.ecn,
+        "ece_reactions": f.ece_reactions,
+        "ce_received": f.ce_received,
     })
 }
 
@@ -69,6 +72,14 @@ pub fn human(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -
     } else {
         " [plain TCP]"
     });
+    if f.ecn {
+        // the sender counts the echoes it reacted to (at most one per RTT)
+        let (n, one, many) = match role {
+            Role::Send => (f.ece_reactions, "reaction", "reactions"),
+            Role::Recv => (f.ce_received, "CE mark", "CE marks"),
+        };
+        s.push_str(&format!(" [ECN: {n} {}]", if n == 1 { one } else { many }));
+    }
     s
 }
 
@@ -97,6 +108,9 @@ mod tests {
             retransmits: 0,
             ka_enabled: true,
             final_mode: Mode::Ka,
+            ecn: false,
+            ece_reactions: 0,
+            ce_received: 0,
         }
     }
 
@@ -112,10 +126,21 @@ mod tests {
         assert_eq!(v["mode_changes"], 1);
         assert_eq!(v["retransmits"], 0);
         assert_eq!(v["role"], "send");
+        assert_eq!(v["ecn"], false);
         let h = human(Role::Send, a, b, &flow());
         assert!(
             h.contains("10.00 MB") && h.contains("20.00 Mbit/s") && h.contains("75.0 %"),
             "{h}"
         );
+        assert!(!h.contains("ECN"), "{h}");
+        let ecn = FlowSummary {
+            ecn: true,
+            ece_reactions: 2,
+            ce_received: 1,
+            ..flow()
+        };
+        assert_eq!(json(Role::Send, a, b, &ecn)["ece_reactions"], 2);
+        assert!(human(Role::Send, a, b, &ecn).ends_with(" [ECN: 2 reactions]"));
+        assert!(human(Role::Recv, b, a, &ecn).ends_with(" [ECN: 1 CE mark]"));
     }
 }
