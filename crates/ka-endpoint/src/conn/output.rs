@@ -27,6 +27,8 @@ struct Seg {
     indicator: bool,
     /// Put the IPv4 RCP option on this packet (native RCP: SYN and data).
     rcp_option: bool,
+    /// Put the IPv4 XCP option on this packet (XCP sender: data).
+    xcp_option: bool,
 }
 
 impl Connection {
@@ -65,6 +67,7 @@ impl Connection {
                 options: self.data_options(now),
                 indicator: false,
                 rcp_option: false,
+                xcp_option: false,
             };
             return self.emit(now, buf, seg);
         }
@@ -88,6 +91,7 @@ impl Connection {
             o.ka_permitted = self.ka.enabled && !self.ka.rcp;
             o.rcp_permitted = self.native_rcp();
             o.rcp_echo = self.ka.rcp_echo();
+            o.xcp_permitted = self.xcp_enabled();
         } else {
             if self.cfg.window_scale {
                 o.window_scale = Some(self.rcv_shift);
@@ -97,14 +101,16 @@ impl Connection {
                 o.timestamps = Some((self.ts_now(now), 0));
             }
             let rcp = super::offers_native_rcp(&self.cfg, self.remote.is_ipv6());
-            o.ka_permitted = self.cfg.ka.enabled && !rcp;
+            o.ka_permitted = super::offers_ka(&self.cfg) && !rcp;
             o.rcp_permitted = rcp;
+            o.xcp_permitted = super::xcp::offers_xcp(&self.cfg, self.remote.is_ipv6());
         }
         let seg = Seg {
             flags: if passive_reply { SYN | ACK } else { SYN },
             seq: 0,
             data: None,
             rcp_option: !passive_reply && o.rcp_permitted,
+            xcp_option: false,
             options: o,
             indicator: false,
         };
@@ -142,10 +148,12 @@ impl Connection {
             dont_frag: self.dont_frag(false, self.ip_header_len + len),
             indicator: false,
             rcp_option: None,
+            xcp_option: None,
         })
     }
 
-    /// Options on every non-SYN segment: timestamps, KA-Rate echo, SACK.
+    /// Options on every non-SYN segment: timestamps, KA-Rate / RCP-Echo /
+    /// XCP-Echo, SACK.
     fn data_options(&self, now: Instant) -> TcpOptions {
         let mut o = TcpOptions::default();
         if self.ts_ok {
@@ -153,6 +161,7 @@ impl Connection {
         }
         o.ka_rate = self.ka.echo();
         o.rcp_echo = self.ka.rcp_echo();
+        o.xcp_echo = self.xcp_echo();
         if self.sack_ok && self.rcvbuf.has_ooo() {
             let mut blocks = SackBlocks::new();
             for (l, r) in self.rcvbuf.sack_blocks(4) {
@@ -212,6 +221,7 @@ impl Connection {
                 options: self.data_options(now),
                 indicator: false,
                 rcp_option: data_len > 0 && self.native_rcp(),
+                xcp_option: data_len > 0 && self.xcp.sender,
             };
             let t = self.emit(now, buf, s)?;
             self.sb.on_retransmit(idx, now, self.recovery.is_some());
@@ -309,6 +319,7 @@ impl Connection {
             options,
             indicator,
             rcp_option: len > 0 && self.native_rcp(),
+            xcp_option: len > 0 && self.xcp.sender,
         };
         let t = self.emit(now, buf, s)?;
         let end = seq + len as u64 + u64::from(fin);
@@ -422,6 +433,9 @@ impl Connection {
         if repr.options.rcp_echo.is_some() {
             self.ka.rcp_fresh = false;
         }
+        if repr.options.xcp_echo.is_some() {
+            self.xcp_echo_sent();
+        }
         if has_ack {
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
@@ -435,6 +449,7 @@ impl Connection {
             dont_frag: self.dont_frag(seg.indicator, self.ip_header_len + total),
             indicator: seg.indicator,
             rcp_option: seg.rcp_option.then(|| self.rcp_ip_option()),
+            xcp_option: seg.xcp_option.then(|| self.xcp_ip_option()).flatten(),
         })
     }
 }
