@@ -13,6 +13,9 @@
 //! * [`options`] — the KA TCP options (RFC 6994 kind 253, ExID `0x4B41`):
 //!   KA-Permitted and KA-Rate.
 //! * [`rcp_option`] — the IPv4 option carrying native RCP's rate (baseline).
+//! * [`xcp_option`] — the IPv4 option carrying XCP's congestion header
+//!   (baseline), with the router's [`xcp_option::lower_feedback_in_packet`];
+//!   its TCP options (XCP-Permitted, XCP-Echo) are in [`options`].
 //! * [`units`] — human units for command lines (`100mbit`, `50ms`, `10MiB`).
 //! * [`wire`] — zero-copy IPv4/IPv6/TCP header views.
 //!
@@ -39,7 +42,8 @@
 //!   `exp`/`ln`, see [`scale`]). `scripts/check-no-std.sh` proves that no
 //!   `std`/`alloc` is linked.
 //! * No function panics on any input; parsers return typed errors
-//!   ([`OptionError`], [`RcpError`], [`UnitError`], [`wire::WireError`]), all
+//!   ([`OptionError`], [`RcpError`], [`XcpError`], [`UnitError`],
+//!   [`wire::WireError`]), all
 //!   implementing `core::error::Error` (so `std::error::Error`) in every build.
 //!
 //! ## Features
@@ -68,6 +72,7 @@ pub mod rtt;
 pub mod scale;
 pub mod units;
 pub mod wire;
+pub mod xcp_option;
 
 pub use options::{KaOption, KaPermitted, KaRate, OptionError};
 pub use rcp_option::{RcpError, RcpOption};
@@ -75,3 +80,4 @@ pub use scale::{
     Code, RateTable, Scale, ScaleError, bps_to_bytes_per_ms, bytes_per_ms_to_bps, carrier_code,
 };
 pub use units::{ByteSize, Rate, UnitError};
+pub use xcp_option::{XcpError, XcpOption};

@@ -16,6 +16,15 @@
 //!   (and the SYN-ACK) from a native-RCP receiver: the rate field of the
 //!   IPv4 RCP option ([`crate::rcp_option`]) of the data it acknowledges.
 //!
+//! The XCP baseline (DESIGN §8.4) uses a third experiment, ExID `0x5843`
+//! ("XC"):
+//!
+//! * **XCP-Permitted** `253, 4, 0x58, 0x43` — in SYN and SYN-ACK only; XCP
+//!   is on only if both carry it.
+//! * **XCP-Echo** `253, 8, 0x58, 0x43, feedback (i32 BE, bytes)` — on ACKs
+//!   from an XCP receiver: the `H_feedback` of the IPv4 XCP option
+//!   ([`crate::xcp_option`]) of the data it acknowledges.
+//!
 //! The parsers take exactly one option, starting at its kind byte (a TCP option
 //! walker hands over `kind, len, …` with `len` bytes in total). They never
 //! panic. A kind-253 option with a different ExID is [`OptionError::UnknownExId`]:
@@ -37,8 +46,12 @@ pub const MAX_RATE_CODE: u8 = 185;
 /// The native-RCP experiment identifier ("KR").
 pub const RCP_EXID: u16 = 0x4B52;
 
+/// The XCP experiment identifier ("XC").
+pub const XCP_EXID: u16 = 0x5843;
+
 const EXID_BYTES: [u8; 2] = KA_EXID.to_be_bytes();
 const RCP_EXID_BYTES: [u8; 2] = RCP_EXID.to_be_bytes();
+const XCP_EXID_BYTES: [u8; 2] = XCP_EXID.to_be_bytes();
 
 /// Why a KA option could not be parsed or emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,7 +62,7 @@ pub enum OptionError {
     /// The kind byte is not 253.
     WrongKind(u8),
     /// The length byte is impossible for the option (below 4, or not 4/6 for
-    /// the KA ExID, not 4/8 for the RCP ExID).
+    /// the KA ExID, not 4/8 for the RCP and XCP ExIDs).
     BadLength(u8),
     /// The slice holds more bytes than the length byte announces.
     TrailingBytes {
@@ -78,7 +91,7 @@ impl fmt::Display for OptionError {
             OptionError::Truncated => f.write_str("KA option truncated"),
             OptionError::WrongKind(k) => write!(f, "TCP option kind {k} is not 253 (experimental)"),
             OptionError::BadLength(l) => {
-                write!(f, "bad option length {l} (KA: 4 or 6; RCP: 4 or 8)")
+                write!(f, "bad option length {l} (KA: 4 or 6; RCP, XCP: 4 or 8)")
             }
             OptionError::TrailingBytes { declared, actual } => {
                 write!(
@@ -332,7 +345,98 @@ impl RcpTcpOption {
     }
 }
 
-/// The checks both experiments' parsers share, in order: kind 253, a length
+/// XCP-Permitted: `253, 4, 0x58, 0x43` (SYN and SYN-ACK only; XCP
+/// baseline).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct XcpPermitted;
+
+impl XcpPermitted {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 4;
+    /// The encoded option.
+    pub const BYTES: [u8; 4] = [KIND_EXPERIMENTAL, 4, XCP_EXID_BYTES[0], XCP_EXID_BYTES[1]];
+
+    /// Writes the option to the front of `buf`; returns the bytes written (4).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        write_out(&Self::BYTES, buf)
+    }
+}
+
+/// XCP-Echo: `253, 8, 0x58, 0x43, feedback` (XCP baseline): the window
+/// change, in bytes, that the routers granted the acknowledged data (the
+/// `H_feedback` of its IPv4 XCP option as it arrived; summed if one ACK
+/// covers several such packets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct XcpEcho {
+    /// Granted window change, bytes (negative: decrease).
+    pub feedback_bytes: i32,
+}
+
+impl XcpEcho {
+    /// Encoded length in bytes.
+    pub const LEN: usize = 8;
+
+    /// Writes the option to the front of `buf`; returns the bytes written (8).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        let f = self.feedback_bytes.to_be_bytes();
+        let bytes = [
+            KIND_EXPERIMENTAL,
+            Self::LEN as u8,
+            XCP_EXID_BYTES[0],
+            XCP_EXID_BYTES[1],
+            f[0],
+            f[1],
+            f[2],
+            f[3],
+        ];
+        write_out(&bytes, buf)
+    }
+}
+
+/// Either XCP TCP option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XcpTcpOption {
+    /// XCP-Permitted.
+    Permitted,
+    /// XCP-Echo.
+    Echo(XcpEcho),
+}
+
+impl XcpTcpOption {
+    /// Parses one whole option, `opt` starting at its kind byte and exactly
+    /// `len` bytes long. Checks kind 253, length byte ≥ 4 and equal to the
+    /// slice length, ExID `0x5843` (else [`OptionError::UnknownExId`]),
+    /// then length 4 or 8.
+    pub fn parse(opt: &[u8]) -> Result<XcpTcpOption, OptionError> {
+        let (len, body) = split_experimental(opt, XCP_EXID)?;
+        match *body {
+            [] => Ok(XcpTcpOption::Permitted),
+            [a, b, c, d] => Ok(XcpTcpOption::Echo(XcpEcho {
+                feedback_bytes: i32::from_be_bytes([a, b, c, d]),
+            })),
+            _ => Err(OptionError::BadLength(len)),
+        }
+    }
+
+    /// Encoded length in bytes (4 or 8).
+    #[inline]
+    pub const fn wire_len(&self) -> usize {
+        match self {
+            XcpTcpOption::Permitted => XcpPermitted::LEN,
+            XcpTcpOption::Echo(_) => XcpEcho::LEN,
+        }
+    }
+
+    /// Writes the option to the front of `buf`; returns the bytes written.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, OptionError> {
+        match self {
+            XcpTcpOption::Permitted => XcpPermitted.emit(buf),
+            XcpTcpOption::Echo(e) => e.emit(buf),
+        }
+    }
+}
+
+/// The checks all experiments' parsers share, in order: kind 253, a length
 /// byte of at least 4 that equals the slice length, then the ExID `exid`
 /// (another one is [`OptionError::UnknownExId`]). Returns the length byte and
 /// the bytes after the ExID.

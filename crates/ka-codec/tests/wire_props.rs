@@ -1,7 +1,7 @@
 //! Property tests for `ka_codec::wire`: no view or parser panics on any
 //! bytes, and every `Repr` survives `emit` → `parse` unchanged.
 
-use ka_codec::options::{KaRate, RcpEcho};
+use ka_codec::options::{KaRate, RcpEcho, XcpEcho};
 use ka_codec::wire::checksum::{self, pseudo_v4, pseudo_v6};
 use ka_codec::wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use ka_codec::wire::ipv6::{self, FragmentHeader, Ipv6Packet};
@@ -77,8 +77,9 @@ fn arb_options() -> impl Strategy<Value = TcpOptions> {
         any::<bool>(),
         proptest::option::of((3u8..=185, any::<u8>())),
         (any::<bool>(), proptest::option::of(any::<u32>())),
+        (any::<bool>(), proptest::option::of(any::<i32>())),
     )
-        .prop_map(|(mss, ws, sp, sack, ts, kp, kr, (rp, re))| {
+        .prop_map(|(mss, ws, sp, sack, ts, kp, kr, (rp, re), (xp, xe))| {
             let mut blocks = SackBlocks::new();
             for (l, r) in sack {
                 blocks.push(l, r);
@@ -97,6 +98,11 @@ fn arb_options() -> impl Strategy<Value = TcpOptions> {
                 rcp_echo: re
                     .filter(|_| !kp && kr.is_none())
                     .map(|rate_bytes_per_sec| RcpEcho { rate_bytes_per_sec }),
+                // ... and XCP options only without KA and RCP ones.
+                xcp_permitted: xp && !kp && kr.is_none() && !rp && re.is_none(),
+                xcp_echo: xe
+                    .filter(|_| !kp && kr.is_none() && !rp && re.is_none())
+                    .map(|feedback_bytes| XcpEcho { feedback_bytes }),
             }
         })
 }

@@ -184,6 +184,8 @@ pub struct TcpConfig {
     pub ecn: EcnMode,
     /// Kick-Ass.
     pub ka: KaConfig,
+    /// XCP (DESIGN §8.4); the sender side is chosen by `cc`.
+    pub xcp: XcpConfig,
 }
 
 impl Default for TcpConfig {
@@ -216,6 +218,32 @@ impl Default for TcpConfig {
             max_events: 256,
             ecn: EcnMode::default(),
             ka: KaConfig::default(),
+            xcp: XcpConfig::default(),
+        }
+    }
+}
+
+/// XCP behaviour of a connection (DESIGN §8.4; see `conn::xcp`). Whether
+/// this side *sends* with XCP is [`TcpConfig::cc`]
+/// ([`CcAlgorithm::Xcp`], [`CcAlgorithm::XcpRate`]); an active open with an
+/// XCP controller offers XCP-Permitted instead of KA (KA is off on it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct XcpConfig {
+    /// A passive open answers an XCP-Permitted offer (IPv4 only), which
+    /// makes this side echo the peer's feedback. Default true: the receiver
+    /// role costs nothing unless a peer asks for it.
+    pub accept: bool,
+    /// The sender's desired rate, bytes per second: the window it asks the
+    /// routers for is at most this times srtt. `None` (default): as much as
+    /// the peer's receive window and our send buffer allow.
+    pub desired_rate: Option<f64>,
+}
+
+impl Default for XcpConfig {
+    fn default() -> Self {
+        XcpConfig {
+            accept: true,
+            desired_rate: None,
         }
     }
 }

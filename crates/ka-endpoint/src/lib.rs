@@ -89,6 +89,12 @@
 //!   among the first segments would carry no signal).
 //! * **Native RCP** ([`KaConfig::native_rcp`], DESIGN §3.4): the same mode
 //!   machine on IPv4 RCP options and RCP-Echo TCP options.
+//! * **XCP** ([`CcAlgorithm::Xcp`], [`CcAlgorithm::XcpRate`], DESIGN §8.4):
+//!   a controller ([`Xcp`]) behind the same trait, not the KA mode machine
+//!   (an XCP connection does no KA). The receiver echoes the *sum* of the
+//!   `H_feedback` of the data packets since its last ACK; the sender asks
+//!   for the window the peer lets it use within one RTT. See `conn::xcp`
+//!   and [`Xcp`].
 //! * **Indicators** go out when due even between pacing slots (still
 //!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
 //! * **ECN** (RFC 3168, DESIGN §8.6; [`EcnMode`]): by default a
@@ -123,6 +129,7 @@
 //! | connections / half-open | [`StackConfig::max_connections`] 4096 / [`StackConfig::max_half_open`] 128 |
 //! | queued RSTs / RSTs per second | 64 / 100 |
 //! | reassembly bytes / time / datagrams | 4 MiB / 30 s / 256 ([`ReassemblyConfig`]) |
+//! | rate-based XCP feedback ramps | [`Xcp::MAX_RAMPS`] 4096 (fixed) |
 //!
 //! A connection is removed from its [`Stack`] when its
 //! [`Event::Closed`] is returned by [`Stack::poll_event`]; an application
@@ -146,8 +153,8 @@ pub mod isn;
 pub mod rtt;
 pub mod stack;
 
-pub use cc::{CcAlgorithm, Controller, Cubic, NewReno};
-pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
+pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Xcp, XcpVariant};
+pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,
     Transmit,

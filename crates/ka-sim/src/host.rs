@@ -55,14 +55,16 @@ pub fn payload_per_packet(packet_bytes: usize) -> usize {
 }
 
 /// [`payload_per_packet`] for a flow kind: native-RCP packets also carry
-/// the 8-byte IPv4 RCP option.
+/// the 8-byte IPv4 RCP option, XCP packets the 16-byte XCP option.
 pub fn payload_per_packet_of(kind: FlowKind, packet_bytes: usize) -> usize {
-    match kind {
-        FlowKind::Rcp => payload_per_packet(packet_bytes)
-            .saturating_sub(ka_codec::RcpOption::LEN)
-            .max(1),
-        _ => payload_per_packet(packet_bytes),
-    }
+    let option = match kind {
+        FlowKind::Rcp => ka_codec::RcpOption::LEN,
+        FlowKind::Xcp | FlowKind::XcpRate => ka_codec::XcpOption::PADDED_LEN,
+        _ => 0,
+    };
+    payload_per_packet(packet_bytes)
+        .saturating_sub(option)
+        .max(1)
 }
 
 /// Why a host cannot be built.
@@ -101,6 +103,16 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.enabled = true;
             t.ka.native_rcp = true;
             t.cc = CcAlgorithm::NewReno;
+        }
+        FlowKind::Xcp | FlowKind::XcpRate => {
+            // XCP (DESIGN §8.4): no KA; NewReno if the receiver does not
+            // answer XCP-Permitted (simulated receivers do).
+            t.ka.enabled = false;
+            t.cc = if kind == FlowKind::Xcp {
+                CcAlgorithm::Xcp
+            } else {
+                CcAlgorithm::XcpRate
+            };
         }
     }
     Ok(t)

@@ -15,7 +15,7 @@
 //!
 //! [[group]]
 //! name = "ka"
-//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic
+//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate
 //! count = 32
 //! [group.workload]
 //! type = "on-off"            # long-lived | on-off | poisson
@@ -395,6 +395,13 @@ pub enum FlowKind {
     /// Plain TCP CUBIC.
     #[serde(rename = "tcp-cubic")]
     TcpCubic,
+    /// XCP, window-based (DESIGN §8.4). Through ports that are no XCP
+    /// router the feedback comes back as the sender asked it.
+    #[serde(rename = "xcp")]
+    Xcp,
+    /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2).
+    #[serde(rename = "xcp-rate")]
+    XcpRate,
 }
 
 impl FlowKind {
@@ -405,6 +412,8 @@ impl FlowKind {
             FlowKind::Rcp => "rcp",
             FlowKind::TcpNewReno => "tcp-newreno",
             FlowKind::TcpCubic => "tcp-cubic",
+            FlowKind::Xcp => "xcp",
+            FlowKind::XcpRate => "xcp-rate",
         }
     }
 }

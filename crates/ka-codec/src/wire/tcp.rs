@@ -3,7 +3,10 @@
 //! DESIGN §3.4).
 
 use super::{WireError, be16, be32, byte, check_len, checksum, put8, put16, put32, sub};
-use crate::options::{KaOption, KaPermitted, KaRate, RcpEcho, RcpPermitted, RcpTcpOption};
+use crate::options::{
+    KaOption, KaPermitted, KaRate, RcpEcho, RcpPermitted, RcpTcpOption, XcpEcho, XcpPermitted,
+    XcpTcpOption,
+};
 
 /// The TCP header length without options.
 pub const HEADER_LEN: usize = 20;
@@ -216,15 +219,20 @@ pub struct TcpOptions {
     pub rcp_permitted: bool,
     /// RCP-Echo (native-RCP baseline).
     pub rcp_echo: Option<RcpEcho>,
+    /// XCP-Permitted (SYN and SYN-ACK only; XCP baseline).
+    pub xcp_permitted: bool,
+    /// XCP-Echo (XCP baseline).
+    pub xcp_echo: Option<XcpEcho>,
 }
 
 impl TcpOptions {
     /// Parses an options area. Unknown kinds, known kinds with a wrong
     /// length, and experimental options with another ExID are skipped; an
     /// option whose length byte is below 2 or runs past the end is
-    /// `BadOption`. A segment is either KA or native RCP: if it carries any
-    /// KA option, its RCP options are ignored (which also keeps every parsed
-    /// set within the 40-byte budget when re-emitted).
+    /// `BadOption`. A segment is KA, native RCP or XCP: if it carries any
+    /// KA option, its RCP and XCP options are ignored, and if it carries an
+    /// RCP option, its XCP options are (which also keeps every parsed set
+    /// within the 40-byte budget when re-emitted).
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         let mut o = TcpOptions::default();
         let mut rest = bytes;
@@ -261,7 +269,11 @@ impl TcpOptions {
                     Err(_) => match RcpTcpOption::parse(opt) {
                         Ok(RcpTcpOption::Permitted) => o.rcp_permitted = true,
                         Ok(RcpTcpOption::Echo(e)) => o.rcp_echo = Some(e),
-                        Err(_) => {}
+                        Err(_) => match XcpTcpOption::parse(opt) {
+                            Ok(XcpTcpOption::Permitted) => o.xcp_permitted = true,
+                            Ok(XcpTcpOption::Echo(e)) => o.xcp_echo = Some(e),
+                            Err(_) => {}
+                        },
                     },
                 },
                 _ => {}
@@ -270,6 +282,10 @@ impl TcpOptions {
         if o.ka_permitted || o.ka_rate.is_some() {
             o.rcp_permitted = false;
             o.rcp_echo = None;
+        }
+        if o.ka_permitted || o.ka_rate.is_some() || o.rcp_permitted || o.rcp_echo.is_some() {
+            o.xcp_permitted = false;
+            o.xcp_echo = None;
         }
         Ok(o)
     }
@@ -307,6 +323,12 @@ impl TcpOptions {
         }
         if self.rcp_echo.is_some() {
             n += RcpEcho::LEN;
+        }
+        if self.xcp_permitted {
+            n += XcpPermitted::LEN;
+        }
+        if self.xcp_echo.is_some() {
+            n += XcpEcho::LEN;
         }
         n
     }
@@ -383,6 +405,16 @@ impl TcpOptions {
                 .map_err(|_| WireError::BufferTooSmall)?;
         }
         if let Some(echo) = self.rcp_echo {
+            let dst = out.get_mut(n..).ok_or(WireError::BufferTooSmall)?;
+            n += echo.emit(dst).map_err(|_| WireError::BufferTooSmall)?;
+        }
+        if self.xcp_permitted {
+            let dst = out.get_mut(n..).ok_or(WireError::BufferTooSmall)?;
+            n += XcpPermitted
+                .emit(dst)
+                .map_err(|_| WireError::BufferTooSmall)?;
+        }
+        if let Some(echo) = self.xcp_echo {
             let dst = out.get_mut(n..).ok_or(WireError::BufferTooSmall)?;
             n += echo.emit(dst).map_err(|_| WireError::BufferTooSmall)?;
         }

@@ -18,13 +18,31 @@
 //!   at `ssthresh` during recovery, as RFC 6582 prescribes after deflation.
 //! * The KA mode machine takes the window over while in KA mode and hands it
 //!   back with [`Controller::set_window`].
+//! * Explicit window feedback (XCP, DESIGN §8.4): a controller that wants it
+//!   answers [`Controller::feedback_request`] (what the connection writes
+//!   into the IPv4 XCP option of each data segment) and gets every echo
+//!   through [`Controller::on_feedback`]; [`Xcp`] is the one that does. The
+//!   defaults of these methods make NewReno and CUBIC ignore them.
 
 mod cubic;
 mod newreno;
 mod window;
+mod xcp;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};
+pub use xcp::{Xcp, XcpVariant};
+
+/// What an explicit-feedback controller asks the routers for on one data
+/// segment: the XCP header's `H_cwnd` and `H_feedback` (the connection adds
+/// `H_rtt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedbackRequest {
+    /// The congestion window, bytes.
+    pub cwnd: u32,
+    /// The window change wanted from this one segment, bytes.
+    pub feedback: i32,
+}
 
 use crate::rtt::RttEstimator;
 use std::fmt;
@@ -92,6 +110,30 @@ pub trait Controller: Send + fmt::Debug {
         Some(gain * self.window() as f64 / srtt)
     }
 
+    /// Whether the connection must pace at [`Controller::pacing_rate`]
+    /// whatever [`TcpConfig::tcp_pacing`](crate::TcpConfig::tcp_pacing)
+    /// says: the controller is rate-based. Default false.
+    fn requires_pacing(&self) -> bool {
+        false
+    }
+
+    /// Explicit window feedback (XCP): the `H_cwnd` and `H_feedback` for a
+    /// data segment sent now, given the largest window the sender could use
+    /// (`desired_window`, bytes). `None` (the default): the controller
+    /// takes no explicit feedback.
+    fn feedback_request(
+        &self,
+        _rtt: &RttEstimator,
+        _desired_window: usize,
+    ) -> Option<FeedbackRequest> {
+        None
+    }
+
+    /// Explicit window feedback arrived: an XCP-Echo of `feedback` bytes on
+    /// an ACK at `now`; `sent` is when the newest segment the sender knows
+    /// acknowledged was sent. Default: ignored.
+    fn on_feedback(&mut self, _now: Instant, _sent: Instant, _feedback: i64, _rtt: &RttEstimator) {}
+
     /// A boxed copy (controllers are configured by prototype).
     fn clone_box(&self) -> Box<dyn Controller>;
 
@@ -107,9 +149,24 @@ pub enum CcAlgorithm {
     NewReno,
     /// RFC 9438 CUBIC.
     Cubic,
+    /// XCP, window-based (DESIGN §8.4): offers XCP in the SYN; NewReno if
+    /// the peer does not take it up.
+    Xcp,
+    /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
+    /// does not take it up.
+    XcpRate,
 }
 
 impl CcAlgorithm {
+    /// The XCP sender this is, if it is one.
+    pub fn xcp_variant(self) -> Option<XcpVariant> {
+        match self {
+            CcAlgorithm::Xcp => Some(XcpVariant::Window),
+            CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
+            CcAlgorithm::NewReno | CcAlgorithm::Cubic => None,
+        }
+    }
+
     /// A fresh controller of this kind for the given MSS and initial window
     /// (bytes).
     pub fn build(self, mss: usize, initial_window: usize) -> Box<dyn Controller> {
@@ -118,7 +175,7 @@ impl CcAlgorithm {
 
     /// [`CcAlgorithm::build`] with NewReno's counting rule chosen
     /// (`byte_counting: false` = per-ACK counting, see [`NewReno`]; CUBIC
-    /// ignores it).
+    /// and XCP ignore it).
     pub fn build_with(
         self,
         mss: usize,
@@ -136,6 +193,10 @@ impl CcAlgorithm {
                 initial_window,
                 ..CubicConfig::default()
             })),
+            CcAlgorithm::Xcp | CcAlgorithm::XcpRate => {
+                let variant = self.xcp_variant().unwrap_or_default();
+                Box::new(Xcp::new(variant, mss, initial_window))
+            }
         }
     }
 }

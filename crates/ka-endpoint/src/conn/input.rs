@@ -215,6 +215,9 @@ impl Connection {
         if let Some(echo) = seg.options.rcp_echo {
             self.on_rcp_echo(now, echo);
         }
+        if let Some(echo) = seg.options.xcp_echo {
+            self.on_xcp_echo(now, echo);
+        }
         if self.stats.ka_signals_fresh == fresh_before {
             self.ka_on_unsignalled_ack(now);
         }

@@ -31,6 +31,11 @@
 //! TCP connection sets DF on every packet (as Linux does), except on packets
 //! whose total IP length falls in the indicator range 600..=611, which would
 //! otherwise be mistaken for RTT indicators by KA routers.
+//!
+//! # Router-assisted baselines
+//! Native RCP (DESIGN §3.4) runs the KA mode machine on another carrier
+//! (see `ka`); XCP (DESIGN §8.4) is a controller plus its carrier (see
+//! `xcp`), and an XCP connection does no KA.
 
 mod ecn;
 mod input;
@@ -39,6 +44,7 @@ mod output;
 mod recv;
 mod send;
 mod types;
+mod xcp;
 
 pub use ka::{LeftBy, Mode, ModeChange, ModeReason};
 pub use types::{CloseReason, ConnStats, Event, State, Transmit};
@@ -52,6 +58,7 @@ use send::{Scoreboard, SendBuffer};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use xcp::XcpState;
 
 /// Recovery episode (RFC 6582 / RFC 6675).
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +157,7 @@ pub struct Connection {
 
     ka: KaState,
     ecn: ecn::EcnState,
+    xcp: XcpState,
     pacer_next: Option<Instant>,
 
     events: VecDeque<Event>,
@@ -171,9 +179,12 @@ impl Connection {
     fn new(now: Instant, cfg: TcpConfig, init: ConnInit, passive: bool) -> Self {
         let ipv6 = init.remote.is_ipv6();
         // An active open offering native RCP puts the 8-byte IPv4 RCP option
-        // on its SYN and data, so its MSS leaves room for it.
+        // on its SYN and data, one offering XCP the 16-byte XCP option on
+        // its data, so its MSS leaves room for it.
         let rcp_room = if !passive && offers_native_rcp(&cfg, ipv6) {
             ka_codec::RcpOption::LEN
+        } else if !passive && xcp::offers_xcp(&cfg, ipv6) {
+            ka_codec::XcpOption::PADDED_LEN
         } else {
             0
         };
@@ -238,7 +249,7 @@ impl Connection {
                 cfg.max_rto,
                 cfg.clock_granularity,
             ),
-            cc: build_controller(&cfg, snd_mss, now),
+            cc: build_controller(&cfg, snd_mss, now, true),
             recovery: None,
             recover_guard: 0,
             dupacks: 0,
@@ -260,8 +271,9 @@ impl Connection {
             challenge_refill: now,
             pending_rst: None,
             close_after_rst: None,
-            ka: KaState::new(cfg.ka.enabled, now),
             ecn: ecn::EcnState::default(),
+            ka: KaState::new((passive && cfg.ka.enabled) || offers_ka(&cfg), now),
+            xcp: XcpState::default(),
             pacer_next: None,
             events: VecDeque::new(),
             readable_signalled: false,
@@ -325,9 +337,10 @@ impl Connection {
     }
 
     /// IPv4 option bytes the stack must leave room for in front of this
-    /// connection's segments (8 while it may send the RCP option, else 0).
-    /// A [`Transmit`] without [`Transmit::rcp_option`] then has no options:
-    /// the stack moves the segment up.
+    /// connection's segments (8 while it may send the RCP option, 16 while
+    /// it may send the XCP option, else 0). A [`Transmit`] without
+    /// [`Transmit::rcp_option`] or [`Transmit::xcp_option`] then has no
+    /// options: the stack moves the segment up.
     pub fn ip_options_room(&self) -> usize {
         if self.remote.is_ipv6() {
             0
@@ -466,6 +479,7 @@ impl Connection {
         s.in_flight = self.pipe() as usize;
         s.snd_wnd = self.snd_wnd as usize;
         s.ka_enabled = self.ka.enabled;
+        s.xcp_enabled = self.xcp.enabled;
         s.mode = self.ka.mode;
         s.left_by = self.ka.left_by;
         s.ka_rate = self.ka.rate;
@@ -634,18 +648,27 @@ impl Connection {
         // KA or native RCP first: the RCP option changes our IP header
         // length, hence the MSS a passive side announces.
         let ipv6 = self.remote.is_ipv6();
-        let rcp = if self.passive {
-            self.cfg.ka.enabled && !ipv6 && o.rcp_permitted
-        } else {
-            offers_native_rcp(&self.cfg, ipv6) && o.rcp_permitted
-        };
+        // XCP (DESIGN §8.4) excludes KA and native RCP (see `conn::xcp`).
+        let xcp = self.negotiate_xcp(o, ipv6);
+        let rcp = !xcp
+            && if self.passive {
+                self.cfg.ka.enabled && !ipv6 && o.rcp_permitted
+            } else {
+                offers_native_rcp(&self.cfg, ipv6) && o.rcp_permitted
+            };
         self.ka.rcp = rcp;
         self.ka.enabled = rcp
-            || (self.cfg.ka.enabled
+            || (!xcp
+                && self.cfg.ka.enabled
                 && o.ka_permitted
-                && (self.passive || !offers_native_rcp(&self.cfg, ipv6)));
+                && (self.passive || (offers_ka(&self.cfg) && !offers_native_rcp(&self.cfg, ipv6))));
         if !ipv6 {
-            self.ip_header_len = 20 + if rcp { ka_codec::RcpOption::LEN } else { 0 };
+            let room = if rcp {
+                ka_codec::RcpOption::LEN
+            } else {
+                self.xcp_room()
+            };
+            self.ip_header_len = 20 + room;
             if self.passive {
                 self.our_mss = self
                     .cfg
@@ -664,7 +687,7 @@ impl Connection {
                 .unwrap_or(if self.remote.is_ipv6() { 1220 } else { 536 });
         self.snd_mss = self.our_mss.min(peer_mss).max(64);
         self.cc.set_mss(self.snd_mss);
-        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now);
+        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now, self.xcp.sender);
         self.peer_ws = o.window_scale;
         match (self.cfg.window_scale, o.window_scale) {
             (true, Some(ws)) => self.snd_shift = ws.min(14),
@@ -699,14 +722,19 @@ impl Connection {
 
 /// A fresh TCP-mode controller: the configured algorithm with the initial
 /// window (RFC 6928 when configured as 10 segments, else that many MSS)
-/// and, if configured, the initial slow-start threshold.
-fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant) -> Box<dyn Controller> {
+/// and, if configured, the initial slow-start threshold. An XCP algorithm
+/// becomes NewReno unless `xcp` (XCP was negotiated).
+fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant, xcp: bool) -> Box<dyn Controller> {
     let iw = if cfg.initial_window_segments == 10 {
         rfc6928_initial_window(mss)
     } else {
         cfg.initial_window_segments.max(1) * mss
     };
-    let mut cc = cfg.cc.build_with(mss, iw, cfg.byte_counting);
+    let alg = match cfg.cc.xcp_variant() {
+        Some(_) if !xcp => crate::cc::CcAlgorithm::NewReno,
+        _ => cfg.cc,
+    };
+    let mut cc = alg.build_with(mss, iw, cfg.byte_counting);
     if let Some(ssthresh) = cfg.initial_ssthresh {
         cc.set_window(now, iw, ssthresh);
     }
@@ -716,7 +744,13 @@ fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant) -> Box<dyn Contro
 /// Whether an active open with `cfg` offers the native-RCP carrier (IPv4
 /// only: the carrier is an IPv4 option).
 fn offers_native_rcp(cfg: &TcpConfig, ipv6: bool) -> bool {
-    cfg.ka.enabled && cfg.ka.native_rcp && !ipv6
+    offers_ka(cfg) && cfg.ka.native_rcp && !ipv6
+}
+
+/// Whether an active open with `cfg` offers KA (or native RCP): KA is
+/// enabled and the controller is not XCP (an XCP connection does no KA).
+fn offers_ka(cfg: &TcpConfig) -> bool {
+    cfg.ka.enabled && cfg.cc.xcp_variant().is_none()
 }
 
 /// Smallest shift that makes `buf` fit in the 16-bit window field (max 14).

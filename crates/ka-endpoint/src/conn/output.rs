@@ -28,6 +28,8 @@ struct Seg {
     indicator: bool,
     /// Put the IPv4 RCP option on this packet (native RCP: SYN and data).
     rcp_option: bool,
+    /// Put the IPv4 XCP option on this packet (XCP sender: data).
+    xcp_option: bool,
 }
 
 impl Connection {
@@ -66,6 +68,7 @@ impl Connection {
                 options: self.data_options(now),
                 indicator: false,
                 rcp_option: false,
+                xcp_option: false,
             };
             return self.emit(now, buf, seg);
         }
@@ -89,6 +92,7 @@ impl Connection {
             o.ka_permitted = self.ka.enabled && !self.ka.rcp;
             o.rcp_permitted = self.native_rcp();
             o.rcp_echo = self.ka.rcp_echo();
+            o.xcp_permitted = self.xcp_enabled();
         } else {
             if self.cfg.window_scale {
                 o.window_scale = Some(self.rcv_shift);
@@ -98,14 +102,16 @@ impl Connection {
                 o.timestamps = Some((self.ts_now(now), 0));
             }
             let rcp = super::offers_native_rcp(&self.cfg, self.remote.is_ipv6());
-            o.ka_permitted = self.cfg.ka.enabled && !rcp;
+            o.ka_permitted = super::offers_ka(&self.cfg) && !rcp;
             o.rcp_permitted = rcp;
+            o.xcp_permitted = super::xcp::offers_xcp(&self.cfg, self.remote.is_ipv6());
         }
         let seg = Seg {
             flags: self.ecn_syn_flags(passive_reply) | if passive_reply { SYN | ACK } else { SYN },
             seq: 0,
             data: None,
             rcp_option: !passive_reply && o.rcp_permitted,
+            xcp_option: false,
             options: o,
             indicator: false,
         };
@@ -144,10 +150,12 @@ impl Connection {
             indicator: false,
             rcp_option: None,
             ecn: Ecn::NotEct,
+            xcp_option: None,
         })
     }
 
-    /// Options on every non-SYN segment: timestamps, KA-Rate echo, SACK.
+    /// Options on every non-SYN segment: timestamps, KA-Rate / RCP-Echo /
+    /// XCP-Echo, SACK.
     fn data_options(&self, now: Instant) -> TcpOptions {
         let mut o = TcpOptions::default();
         if self.ts_ok {
@@ -155,6 +163,7 @@ impl Connection {
         }
         o.ka_rate = self.ka.echo();
         o.rcp_echo = self.ka.rcp_echo();
+        o.xcp_echo = self.xcp_echo();
         if self.sack_ok && self.rcvbuf.has_ooo() {
             let mut blocks = SackBlocks::new();
             for (l, r) in self.rcvbuf.sack_blocks(4) {
@@ -214,6 +223,7 @@ impl Connection {
                 options: self.data_options(now),
                 indicator: false,
                 rcp_option: data_len > 0 && self.native_rcp(),
+                xcp_option: data_len > 0 && self.xcp.sender,
             };
             let t = self.emit(now, buf, s)?;
             self.sb.on_retransmit(idx, now, self.recovery.is_some());
@@ -316,6 +326,7 @@ impl Connection {
             options,
             indicator,
             rcp_option: len > 0 && self.native_rcp(),
+            xcp_option: len > 0 && self.xcp.sender,
         };
         let mut t = self.emit(now, buf, s)?;
         if new_data {
@@ -432,6 +443,9 @@ impl Connection {
         if repr.options.rcp_echo.is_some() {
             self.ka.rcp_fresh = false;
         }
+        if repr.options.xcp_echo.is_some() {
+            self.xcp_echo_sent();
+        }
         if has_ack {
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
@@ -446,6 +460,7 @@ impl Connection {
             indicator: seg.indicator,
             rcp_option: seg.rcp_option.then(|| self.rcp_ip_option()),
             ecn: Ecn::NotEct,
+            xcp_option: seg.xcp_option.then(|| self.xcp_ip_option()).flatten(),
         })
     }
 }

@@ -87,6 +87,10 @@ pub struct Transmit {
     /// The ECN codepoint for the IP header: ECT(0) on new data of an ECN
     /// connection, else Not-ECT (see the `conn::ecn` docs).
     pub ecn: ka_codec::wire::ecn::Ecn,
+    /// The IPv4 XCP option (DESIGN §8.4) to put into this packet's IP
+    /// header (data segments of an XCP sender), padded to 16 bytes. Not
+    /// counted in `len`, like `rcp_option`.
+    pub xcp_option: Option<ka_codec::XcpOption>,
 }
 
 /// Counters and current state of a connection.
@@ -144,6 +148,13 @@ pub struct ConnStats {
     /// IPv4 RCP options with a router-lowered rate received (native-RCP
     /// receiver).
     pub rcp_options_seen: u64,
+    /// XCP was negotiated.
+    pub xcp_enabled: bool,
+    /// IPv4 XCP options received (XCP receiver).
+    pub xcp_options_seen: u64,
+    /// XCP-Echo options received and handed to the controller (XCP
+    /// sender).
+    pub xcp_echoes: u64,
     /// RTT indicators sent.
     pub indicators_sent: u64,
     /// Times a KA-mode send was blocked by the window rather than pacing

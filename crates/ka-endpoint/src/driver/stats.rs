@@ -110,6 +110,8 @@ pub struct FlowSummary {
     pub retransmits: u64,
     /// Whether KA was negotiated.
     pub ka_enabled: bool,
+    /// Whether XCP was negotiated.
+    pub xcp_enabled: bool,
     /// Mode at the end of the flow.
     pub final_mode: Mode,
     /// Whether ECN was negotiated (RFC 3168).
@@ -167,6 +169,7 @@ impl StreamStats {
             mode_changes: st.mode_changes,
             retransmits: st.retransmits,
             ka_enabled: st.ka_enabled,
+            xcp_enabled: st.xcp_enabled,
             final_mode: st.mode,
             ecn: st.ecn,
             ece_reactions: st.ece_reactions,

@@ -119,6 +119,11 @@ impl KaStream {
         self.stats().conn.ka_enabled
     }
 
+    /// Whether XCP was negotiated (DESIGN §8.4).
+    pub fn xcp_enabled(&self) -> bool {
+        self.stats().conn.xcp_enabled
+    }
+
     /// The current sender mode (KA or TCP).
     pub fn mode(&self) -> Mode {
         let inner = self.shared().lock();

@@ -30,6 +30,7 @@ use ka_codec::rcp_option::{self, RcpOption};
 use ka_codec::wire::ecn::{Ecn, set_ecn};
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{checksum, ipv4, ipv6};
+use ka_codec::xcp_option::{self, XcpOption};
 use reasm::{FragKey, Reassembler};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -334,16 +335,23 @@ impl Stack {
             } else {
                 ipv6::HEADER_LEN
             };
-            // Room for the native-RCP IPv4 option, if the connection may
-            // send one; a segment without it moves up to `base`.
+            // Room for the native-RCP or XCP IPv4 option, if the connection
+            // may send one; a segment with less (or none) moves up.
             let room = conn.ip_options_room();
             let seg_buf = buf.get_mut(base + room..)?;
             if let Some(t) = conn.poll_transmit(now, seg_buf) {
                 self.rr_cursor = id;
                 let ident = self.next_ident();
-                let option = t.rcp_option.filter(|_| room >= RcpOption::LEN);
-                if option.is_none() && room > 0 {
-                    buf.copy_within(base + room..base + room + t.len, base);
+                let mut opt_buf = [0u8; XcpOption::PADDED_LEN];
+                let opt_len = match (t.rcp_option, t.xcp_option) {
+                    (Some(o), _) if room >= RcpOption::LEN => o.emit(&mut opt_buf).ok()?,
+                    (_, Some(o)) if room >= XcpOption::PADDED_LEN => {
+                        o.emit_padded(&mut opt_buf).ok()?
+                    }
+                    _ => 0,
+                };
+                if opt_len != room {
+                    buf.copy_within(base + room..base + room + t.len, base + opt_len);
                 }
                 let n = write_ip_header(
                     buf,
@@ -353,7 +361,7 @@ impl Stack {
                     t.dont_frag,
                     ident,
                     self.cfg.ttl,
-                    option,
+                    opt_buf.get(..opt_len)?,
                 )?;
                 if t.ecn != Ecn::NotEct {
                     // cannot fail: a well-formed header was just written
@@ -398,10 +406,11 @@ impl Stack {
         let src = IpAddr::from(ip.src_addr());
         let dst = IpAddr::from(ip.dst_addr());
         let ecn = Ecn::from_bits(ip.dscp_ecn());
-        // The native-RCP carrier: an IPv4 RCP option (not copied into
+        // The native-RCP and XCP carriers: IPv4 options (not copied into
         // later fragments, so only unfragmented packets and leading
-        // fragments have it). Malformed options are ignored.
-        let rcp = if ip.header_len() > ipv4::MIN_HEADER_LEN && ip.frag_offset() == 0 {
+        // fragments have them). Malformed options are ignored.
+        let with_options = ip.header_len() > ipv4::MIN_HEADER_LEN && ip.frag_offset() == 0;
+        let rcp = if with_options {
             rcp_option::find_in(ip.options())
                 .ok()
                 .flatten()
@@ -409,18 +418,29 @@ impl Stack {
         } else {
             None
         };
+        let xcp = if with_options {
+            xcp_option::find_in(ip.options())
+                .ok()
+                .flatten()
+                .map(|(_, o)| o)
+        } else {
+            None
+        };
         if !ip.is_fragment() {
-            self.handle_tcp_with(now, src, dst, ip.payload(), rcp, ecn);
+            self.handle_tcp_with(now, src, dst, ip.payload(), rcp, xcp, ecn);
             return;
         }
         self.stats.fragments_in += 1;
         let payload = ip.payload();
         if ip.frag_offset() == 0 && ip.more_frags() {
             self.leading_fragment(now, src, dst, payload);
-            if let Some(opt) = rcp
-                && let Some(conn) = self.conn_for_segment(src, dst, payload)
-            {
-                conn.on_rcp_option(now, opt);
+            if let Some(conn) = self.conn_for_segment(src, dst, payload) {
+                if let Some(opt) = rcp {
+                    conn.on_rcp_option(now, opt);
+                }
+                if let Some(opt) = xcp {
+                    conn.on_xcp_option(now, opt);
+                }
             }
         }
         let key = FragKey {
@@ -523,11 +543,11 @@ impl Stack {
     }
 
     fn handle_tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &[u8], ecn: Ecn) {
-        self.handle_tcp_with(now, src, dst, seg, None, ecn);
+        self.handle_tcp_with(now, src, dst, seg, None, None, ecn);
     }
 
-    /// A TCP segment, with the IPv4 RCP option its packet carried (handed
-    /// to the connection before the segment; for a SYN that opens a
+    /// A TCP segment, with the IPv4 RCP and XCP options its packet carried
+    /// (handed to the connection before the segment; for a SYN that opens a
     /// connection, right after the connection is created) and the ECN
     /// codepoint of its IP header.
     fn handle_tcp_with(
@@ -537,6 +557,7 @@ impl Stack {
         dst: IpAddr,
         seg: &[u8],
         rcp: Option<RcpOption>,
+        xcp: Option<XcpOption>,
         ecn: Ecn,
     ) {
         let Ok(pkt) = TcpPacket::new_checked(seg) else {
@@ -558,6 +579,9 @@ impl Stack {
             if let Some(conn) = self.conns.get_mut(&id) {
                 if let Some(opt) = rcp {
                     conn.on_rcp_option(now, opt);
+                }
+                if let Some(opt) = xcp {
+                    conn.on_xcp_option(now, opt);
                 }
                 conn.handle_segment_ecn(now, &repr, payload, ecn);
             }
@@ -591,6 +615,9 @@ impl Stack {
             let mut conn = Connection::accept(now, tcp, init, &repr);
             if let Some(opt) = rcp {
                 conn.on_rcp_option(now, opt);
+            }
+            if let Some(opt) = xcp {
+                conn.on_xcp_option(now, opt);
             }
             self.insert(conn);
             self.stats.accepted += 1;
@@ -654,7 +681,7 @@ impl Stack {
             true,
             ident,
             self.cfg.ttl,
-            None,
+            &[],
         )
         .is_none()
         {
@@ -681,10 +708,11 @@ fn v6(a: IpAddr) -> [u8; 16] {
     }
 }
 
-/// Writes an IPv4 (20 bytes, or 28 with the RCP option) or IPv6 (40
-/// bytes) header for a TCP segment of `tcp_len` bytes at the start of `buf`
-/// (the segment must already sit right behind where the header ends);
-/// returns the packet length.
+/// Writes an IPv4 header with `options` (none, the 8-byte RCP option or
+/// the 16-byte padded XCP option: a multiple of 4 bytes) or an IPv6 header
+/// (40 bytes; `options` ignored) for a TCP segment of `tcp_len` bytes at
+/// the start of `buf` (the segment must already sit right behind where the
+/// header ends); returns the packet length.
 #[allow(clippy::too_many_arguments)]
 fn write_ip_header(
     buf: &mut [u8],
@@ -694,11 +722,11 @@ fn write_ip_header(
     dont_frag: bool,
     ident: u16,
     ttl: u8,
-    rcp: Option<RcpOption>,
+    options: &[u8],
 ) -> Option<usize> {
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let opt_len = if rcp.is_some() { RcpOption::LEN } else { 0 };
+            let opt_len = options.len();
             let repr = ipv4::Ipv4Repr {
                 src: s.octets(),
                 dst: d.octets(),
@@ -712,10 +740,11 @@ fn write_ip_header(
                 payload_len: opt_len + tcp_len,
             };
             repr.emit(buf).ok()?;
-            if let Some(opt) = rcp {
-                // IHL 7: the 8-byte option follows the fixed header.
+            if opt_len > 0 {
+                // The options follow the fixed header (IHL 7 or 9).
                 *buf.first_mut()? = 0x40 | ((ipv4::MIN_HEADER_LEN + opt_len) / 4) as u8;
-                opt.emit(buf.get_mut(ipv4::MIN_HEADER_LEN..)?).ok()?;
+                buf.get_mut(ipv4::MIN_HEADER_LEN..ipv4::MIN_HEADER_LEN + opt_len)?
+                    .copy_from_slice(options);
                 ipv4::Ipv4Packet::new_unchecked(buf.get_mut(..ipv4::MIN_HEADER_LEN + opt_len)?)
                     .fill_checksum();
             }

@@ -43,6 +43,9 @@ impl Rng {
 /// Returns true to drop the packet.
 pub type FilterFn = dyn FnMut(Instant, &[u8]) -> bool;
 
+/// Changes a packet in place (e.g. a router stub rewriting a header).
+pub type RewriteFn = dyn FnMut(Instant, &mut Vec<u8>);
+
 /// A packet on the wire: delivery time, tie-break, destination, bytes.
 type InFlight = Reverse<(Instant, u64, Side, Vec<u8>)>;
 
@@ -67,6 +70,8 @@ pub enum Hop {
     /// ECN-capable (`ka_codec::wire::ecn::mark_ce`, what an AQM router does
     /// instead of dropping).
     Mark(Box<FilterFn>),
+    /// Rewrites every packet in place, instantly.
+    Rewrite(Box<RewriteFn>),
 }
 
 impl Hop {
@@ -152,6 +157,11 @@ impl Hop {
                 if f(now, &pkt) {
                     ka_codec::wire::ecn::mark_ce(&mut pkt);
                 }
+                out.push(pkt);
+            }
+            Hop::Rewrite(f) => {
+                let mut pkt = pkt;
+                f(now, &mut pkt);
                 out.push(pkt);
             }
         }

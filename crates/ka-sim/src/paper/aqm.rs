@@ -130,7 +130,10 @@ impl Experiment for Aqm {
         match self {
             Aqm::Light => vec![
                 ("ka", include_str!("../../scenarios/aqm-light-ka.toml")),
-                ("cubic", include_str!("../../scenarios/aqm-light-cubic.toml")),
+                (
+                    "cubic",
+                    include_str!("../../scenarios/aqm-light-cubic.toml"),
+                ),
                 (
                     "cubic-fqcodel-ecn",
                     include_str!("../../scenarios/aqm-light-cubic-fqcodel-ecn.toml"),
@@ -142,7 +145,10 @@ impl Experiment for Aqm {
             ],
             Aqm::Heavy => vec![
                 ("ka", include_str!("../../scenarios/aqm-heavy-ka.toml")),
-                ("cubic", include_str!("../../scenarios/aqm-heavy-cubic.toml")),
+                (
+                    "cubic",
+                    include_str!("../../scenarios/aqm-heavy-cubic.toml"),
+                ),
                 (
                     "cubic-fqcodel-ecn",
                     include_str!("../../scenarios/aqm-heavy-cubic-fqcodel-ecn.toml"),

@@ -25,9 +25,9 @@ UNITS:
 
 OUTPUT:
   One line per finished flow; with --json one object per flow with bytes, fct_s, goodput_bps,
-  ka_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits, ecn,
-  ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our FIN
-  being acknowledged).
+  ka_enabled, xcp_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits,
+  ecn, ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our
+  FIN being acknowledged).
 
 EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt):
   ip netns exec ktb sh -c 'sysctl -qw net.ipv4.ip_forward=1 &&
@@ -79,7 +79,9 @@ pub struct Common {
     #[arg(long)]
     pub no_ka: bool,
 
-    /// TCP-mode congestion control.
+    /// Congestion control. `xcp` / `xcp-rate` (router-assisted XCP, window- or rate-based):
+    /// offered in the SYN instead of KA, needs a peer that echoes XCP feedback and IPv4;
+    /// otherwise the connection runs NewReno.
     #[arg(long, value_enum, default_value = "newreno")]
     pub cc: CcArg,
 
@@ -224,6 +226,10 @@ pub enum CcArg {
     Newreno,
     /// RFC 9438 CUBIC.
     Cubic,
+    /// XCP, window-based: the window follows the routers' per-packet feedback.
+    Xcp,
+    /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an RTT.
+    XcpRate,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -243,6 +249,8 @@ impl Common {
         stack.tcp.cc = match self.cc {
             CcArg::Newreno => CcAlgorithm::NewReno,
             CcArg::Cubic => CcAlgorithm::Cubic,
+            CcArg::Xcp => CcAlgorithm::Xcp,
+            CcArg::XcpRate => CcAlgorithm::XcpRate,
         };
         stack.tcp.ecn = match self.ecn {
             EcnArg::On => EcnMode::On,
@@ -351,6 +359,45 @@ mod tests {
         assert_eq!(ecn(&["--ecn", "off"]), Ok(EcnMode::Off));
         assert_eq!(ecn(&["--ecn=accept"]), Ok(EcnMode::Accept));
         assert!(ecn(&["--ecn", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn parses_xcp() {
+        for (arg, cc) in [
+            ("xcp", CcAlgorithm::Xcp),
+            ("xcp-rate", CcAlgorithm::XcpRate),
+        ] {
+            let cli = Cli::try_parse_from([
+                "ka-endpoint",
+                "send",
+                "--addr",
+                "10.0.1.1/24",
+                "--to",
+                "10.0.2.1:5001",
+                "--bytes",
+                "1M",
+                "--cc",
+                arg,
+            ])
+            .unwrap();
+            let Cmd::Send(s) = cli.cmd else {
+                panic!("not send")
+            };
+            assert_eq!(s.common.driver_config().stack.tcp.cc, cc);
+        }
+        assert!(
+            Cli::try_parse_from([
+                "ka-endpoint",
+                "recv",
+                "--addr",
+                "10.0.0.1/24",
+                "--listen",
+                "1",
+                "--cc",
+                "xcp-window"
+            ])
+            .is_err()
+        );
     }
 
     #[test]

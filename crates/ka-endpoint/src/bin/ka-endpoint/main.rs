@@ -174,7 +174,7 @@ async fn send(a: SendArgs) -> anyhow::Result<()> {
                 anyhow::anyhow!("no connection to {} within {:?}", a.to, a.connect_timeout)
             })?
             .with_context(|| format!("connecting to {}", a.to))?;
-        tracing::info!(local = %stream.local_addr(), peer = %a.to, ka = stream.ka_enabled(), "connected");
+        tracing::info!(local = %stream.local_addr(), peer = %a.to, ka = stream.ka_enabled(), xcp = stream.xcp_enabled(), "connected");
         let work = async {
             write_payload(&mut stream, &a).await?;
             // FIN; completes once everything is acknowledged

@@ -32,6 +32,7 @@ pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) ->
         "fct_s": f.fct.as_secs_f64(),
         "goodput_bps": f.goodput_bps(),
         "ka_enabled": f.ka_enabled,
+        "xcp_enabled": f.xcp_enabled,
         "ka_time_frac": f.ka_time_frac(),
         "time_ka_s": f.time_ka.as_secs_f64(),
         "time_tcp_s": f.time_tcp.as_secs_f64(),
@@ -69,6 +70,8 @@ pub fn human(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -
     }
     s.push_str(if f.ka_enabled {
         " [KA negotiated]"
+    } else if f.xcp_enabled {
+        " [XCP negotiated]"
     } else {
         " [plain TCP]"
     });
@@ -107,6 +110,7 @@ mod tests {
             mode_changes: 1,
             retransmits: 0,
             ka_enabled: true,
+            xcp_enabled: false,
             final_mode: Mode::Ka,
             ecn: false,
             ece_reactions: 0,
@@ -127,6 +131,7 @@ mod tests {
         assert_eq!(v["retransmits"], 0);
         assert_eq!(v["role"], "send");
         assert_eq!(v["ecn"], false);
+        assert_eq!(v["xcp_enabled"], false);
         let h = human(Role::Send, a, b, &flow());
         assert!(
             h.contains("10.00 MB") && h.contains("20.00 Mbit/s") && h.contains("75.0 %"),
@@ -142,5 +147,13 @@ mod tests {
         assert_eq!(json(Role::Send, a, b, &ecn)["ece_reactions"], 2);
         assert!(human(Role::Send, a, b, &ecn).ends_with(" [ECN: 2 reactions]"));
         assert!(human(Role::Recv, b, a, &ecn).ends_with(" [ECN: 1 CE mark]"));
+        assert!(h.ends_with("[KA negotiated]"), "{h}");
+        let xcp = FlowSummary {
+            ka_enabled: false,
+            xcp_enabled: true,
+            ..flow()
+        };
+        assert!(human(Role::Send, a, b, &xcp).ends_with("[XCP negotiated]"));
+        assert_eq!(json(Role::Send, a, b, &xcp)["xcp_enabled"], true);
     }
 }
