@@ -140,6 +140,9 @@ pub struct Connection {
     // acks
     ack_now: bool,
     unacked_segs: usize,
+    /// `quick_ack_first_data`: the next data segment is acknowledged at
+    /// once (armed when the handshake completes).
+    quick_ack_armed: bool,
     challenge_tokens: u32,
     challenge_refill: Instant,
     pending_rst: Option<PendingRst>,
@@ -252,6 +255,7 @@ impl Connection {
             pacing_wait: None,
             ack_now: false,
             unacked_segs: 0,
+            quick_ack_armed: false,
             challenge_tokens: cfg.challenge_acks_per_sec,
             challenge_refill: now,
             pending_rst: None,
