@@ -224,3 +224,27 @@ fn ns3_acknowledges_the_first_data_segment_at_once() {
     let fct = two_segment_transfer(ns3_newreno(false));
     assert_eq!(fct, Duration::from_millis(450));
 }
+
+#[test]
+fn congestion_window_counts_segments_without_their_options() {
+    // SMSS excludes the options every data segment carries (RFC 5681 §2):
+    // with timestamps a 1500-byte path carries 1448 bytes a segment, and
+    // an initial window of one segment is 1448 bytes (ns-3's SegmentSize,
+    // Linux's mss_cache), not the 1460 of the MSS option.
+    for (timestamps, smss) in [(true, 1448), (false, 1460)] {
+        let mut tcp = ns3_newreno(true);
+        tcp.timestamps = timestamps;
+        let mut net = Net::new(
+            stack_cfg(1, tcp),
+            stack_cfg(2, tcp),
+            Duration::from_millis(10),
+            44,
+        );
+        let h = net.connect(80);
+        net.run_for(Duration::from_millis(50));
+        let c = net.a.conn(h).unwrap();
+        assert_eq!(c.state(), State::Established);
+        assert_eq!(c.mss(), 1460);
+        assert_eq!(c.stats().cwnd, smss, "timestamps {timestamps}");
+    }
+}

@@ -50,6 +50,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+/// Bytes the timestamps option takes in every segment once negotiated
+/// (10, padded to 12 with two NOPs).
+const TS_OPTION_LEN: usize = 12;
+
 /// Recovery episode (RFC 6582 / RFC 6675).
 #[derive(Debug, Clone, Copy)]
 struct Recovery {
@@ -660,8 +664,6 @@ impl Connection {
                 .map(usize::from)
                 .unwrap_or(if self.remote.is_ipv6() { 1220 } else { 536 });
         self.snd_mss = self.our_mss.min(peer_mss).max(64);
-        self.cc.set_mss(self.snd_mss);
-        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now);
         self.peer_ws = o.window_scale;
         match (self.cfg.window_scale, o.window_scale) {
             (true, Some(ws)) => self.snd_shift = ws.min(14),
@@ -683,6 +685,14 @@ impl Connection {
             }
             _ => self.ts_ok = false,
         }
+        // The controller counts in full segments' payload: SMSS excludes
+        // the options every data segment carries (RFC 5681 §2, RFC 6691),
+        // i.e. 1448 bytes with timestamps on a 1500-byte path, as Linux's
+        // mss_cache and ns-3's SegmentSize count.
+        let smss = self
+            .snd_mss
+            .saturating_sub(if self.ts_ok { TS_OPTION_LEN } else { 0 });
+        self.cc = build_controller(&self.cfg, smss.max(64), self.last_now);
         self.snd_wnd = u64::from(syn.window);
         self.max_snd_wnd = self.snd_wnd;
         self.last_wire_window = syn.window;
