@@ -317,6 +317,9 @@ pub struct TcpKnobs {
     pub byte_counting: Option<bool>,
     /// Window-update ACKs when the application's read opens the window.
     pub window_update_on_read: Option<bool>,
+    /// Acknowledge the first data segment after the handshake at once
+    /// (ns-3's `TcpSocketBase`; see `ka_endpoint::TcpConfig`).
+    pub quick_ack_first_data: Option<bool>,
 }
 
 impl TcpKnobs {
@@ -343,6 +346,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.window_update_on_read {
             t.window_update_on_read = v;
+        }
+        if let Some(v) = self.quick_ack_first_data {
+            t.quick_ack_first_data = v;
         }
     }
 }
