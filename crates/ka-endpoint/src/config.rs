@@ -150,13 +150,29 @@ pub struct TcpConfig {
     pub delayed_ack: Option<Duration>,
     /// Acknowledge at least every this many full-sized segments. Default 2.
     pub ack_every: usize,
+    /// Acknowledge the first data segment after the handshake at
+    /// once instead of arming the delayed-ACK timer, as ns-3 does: its
+    /// `TcpSocketBase` presets the delayed-ACK counter to `DelAckCount` when
+    /// the handshake completes (`ProcessSynSent` and `ProcessSynRcvd`,
+    /// `m_delAckCount = m_delAckMaxCount`, "Always respond to first data
+    /// packet to speed up the connection"; in every release since 3.10,
+    /// 3.44 included), so a sender with a one-segment initial window does
+    /// not wait a delayed-ACK timeout for its first ACK. Default false: with
+    /// `window_update_on_read` the first read already acknowledges at once
+    /// (the SYN-ACK's window is unscaled, so the read opens it).
+    ///
+    /// One difference from ns-3: there, any ACK this side sends before the
+    /// first data arrives (say, data of its own) spends the preset; here
+    /// only the first data segment does.
+    pub quick_ack_first_data: bool,
     /// Send a window update when `read` opens the receive window by a
     /// useful amount (RFC 1122 §4.2.3.3; default true). With false, a read
     /// only triggers an ACK if the window last advertised was below one MSS
     /// (the sender may be stalled); otherwise the opened window rides on the
-    /// next ACK that arriving data triggers — the behaviour of ns-3 before
-    /// 3.27, whose first data segment therefore waits for the delayed-ACK
-    /// timer (the SYN-ACK's window is unscaled, so the first read opens it).
+    /// next ACK that arriving data triggers — the behaviour of ns-3, whose
+    /// `TcpSocketBase::Recv` only extracts from the receive buffer and never
+    /// sends (3.44 included). Pair it with `quick_ack_first_data` to get
+    /// ns-3's first ACK.
     pub window_update_on_read: bool,
     /// TIME-WAIT duration (2·MSL). Default 60 s.
     pub time_wait: Duration,
@@ -206,6 +222,7 @@ impl Default for TcpConfig {
             clock_granularity: Duration::from_millis(1),
             delayed_ack: Some(Duration::from_millis(40)),
             ack_every: 2,
+            quick_ack_first_data: false,
             window_update_on_read: true,
             time_wait: Duration::from_secs(60),
             fin_wait2_timeout: Duration::from_secs(60),

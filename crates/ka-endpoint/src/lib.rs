@@ -85,6 +85,11 @@
 //!   path is clear, or R falls, at a rate capped by what it had before; a
 //!   loss while the routers were silent counts as silence. See the
 //!   `conn::ka` module docs.
+//! * **SMSS** of the congestion controller is the negotiated MSS less the
+//!   12 bytes of the timestamps option when it is on (1448 on a 1500-byte
+//!   path): RFC 5681 §2 excludes options, and Linux (`mss_cache`) and ns-3
+//!   (`SegmentSize`) count windows in the payload a segment really
+//!   carries. [`Connection::mss`] stays the negotiated value.
 //! * **RTT indicators** start with the first fresh signal (a DF indicator
 //!   among the first segments would carry no signal).
 //! * **Native RCP** ([`KaConfig::native_rcp`], DESIGN §3.4): the same mode

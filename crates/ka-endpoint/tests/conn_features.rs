@@ -173,3 +173,78 @@ fn writable_and_readable_events() {
         .collect();
     assert!(evb.contains(&Event::Readable));
 }
+
+/// The TCP of the paper's ns-3 runs: IW 1, ssthresh 65 535, per-ACK
+/// growth, 200 ms delayed ACKs, no window update on read (ka-sim's paper
+/// profile), with or without `quick_ack_first_data`.
+fn ns3_newreno(quick_ack_first_data: bool) -> ka_endpoint::TcpConfig {
+    let mut t = plain();
+    t.initial_window_segments = 1;
+    t.initial_ssthresh = Some(65_535);
+    t.byte_counting = false;
+    t.delayed_ack = Some(Duration::from_millis(200));
+    t.window_update_on_read = false;
+    t.quick_ack_first_data = quick_ack_first_data;
+    t
+}
+
+/// Time from `connect` until B has read a 2-segment transfer, RTT 100 ms,
+/// no serialisation delay.
+fn two_segment_transfer(tcp: ka_endpoint::TcpConfig) -> Duration {
+    let mut net = Net::new(
+        stack_cfg(1, tcp),
+        stack_cfg(2, tcp),
+        Duration::from_millis(50),
+        43,
+    );
+    let h = net.connect(80);
+    let len = 2 * 1448;
+    net.send_bulk(Side::A, h, payload(len, 5), false);
+    let t0 = net.now;
+    // (the harness reads at its next step: count unread bytes as arrived)
+    let done = net.run_until(Duration::from_secs(2), |n| {
+        n.accepted(80).is_some_and(|b| {
+            let unread = n.b.conn(b).map_or(0, |c| c.readable());
+            n.received(Side::B, b).len() + unread == len
+        })
+    });
+    assert!(done, "transfer incomplete");
+    net.now - t0
+}
+
+#[test]
+fn ns3_acknowledges_the_first_data_segment_at_once() {
+    // ns-3's TcpSocketBase presets its delayed-ACK counter when the
+    // handshake completes: SYN/SYN-ACK (1 RTT), segment 1 and its
+    // immediate ACK (1 RTT), segment 2 (½ RTT) = 2.5 RTT.
+    let fct = two_segment_transfer(ns3_newreno(true));
+    assert_eq!(fct, Duration::from_millis(250));
+    // Without it the first segment waits for the 200 ms delayed-ACK timer
+    // (no window update on read acknowledges it either).
+    let fct = two_segment_transfer(ns3_newreno(false));
+    assert_eq!(fct, Duration::from_millis(450));
+}
+
+#[test]
+fn congestion_window_counts_segments_without_their_options() {
+    // SMSS excludes the options every data segment carries (RFC 5681 §2):
+    // with timestamps a 1500-byte path carries 1448 bytes a segment, and
+    // an initial window of one segment is 1448 bytes (ns-3's SegmentSize,
+    // Linux's mss_cache), not the 1460 of the MSS option.
+    for (timestamps, smss) in [(true, 1448), (false, 1460)] {
+        let mut tcp = ns3_newreno(true);
+        tcp.timestamps = timestamps;
+        let mut net = Net::new(
+            stack_cfg(1, tcp),
+            stack_cfg(2, tcp),
+            Duration::from_millis(10),
+            44,
+        );
+        let h = net.connect(80);
+        net.run_for(Duration::from_millis(50));
+        let c = net.a.conn(h).unwrap();
+        assert_eq!(c.state(), State::Established);
+        assert_eq!(c.mss(), 1460);
+        assert_eq!(c.stats().cwnd, smss, "timestamps {timestamps}");
+    }
+}

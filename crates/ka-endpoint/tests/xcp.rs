@@ -162,9 +162,9 @@ fn negotiates_with_an_xcp_peer() {
     // request takes the window to the peer's offer (its SYN-ACK window,
     // 65 535) within one window of packets: (65 535 − IW) / (IW / MSS).
     let first = data.first().unwrap().xcp.unwrap();
-    let iw = rfc6928_initial_window_of(a.mss());
+    let iw = rfc6928_initial_window_of(a.smss());
     assert_eq!(first.cwnd_bytes as usize, iw);
-    let want = (65_535.0 - iw as f64) / (iw as f64 / a.mss() as f64);
+    let want = (65_535.0 - iw as f64) / (iw as f64 / a.smss() as f64);
     assert_eq!(first.feedback_bytes, want as i32);
 
     // B's data carried options too, and A echoed them.
@@ -196,7 +196,7 @@ fn falls_back_to_plain_tcp_without_an_xcp_peer() {
         let hb = s.net.accepted(5001).unwrap();
         assert_eq!(s.net.received(Side::B, hb).len(), 300_000);
         // NewReno's slow start grew the window without any feedback.
-        let (cwnd, iw) = (a.stats().cwnd, rfc6928_initial_window_of(a.mss()));
+        let (cwnd, iw) = (a.stats().cwnd, rfc6928_initial_window_of(a.smss()));
         assert!(cwnd >= 2 * iw, "cwnd {cwnd}, iw {iw}");
         assert_eq!(a.stats().xcp_echoes, 0);
     }
@@ -255,7 +255,7 @@ fn the_routers_feedback_reaches_the_sender() {
     assert_eq!(b.stats().xcp_options_seen as usize, got.len());
     assert_eq!(a.stats().xcp_echoes as usize, n);
     assert_eq!(a.stats().retransmits, 0);
-    let iw = rfc6928_initial_window_of(a.mss());
+    let iw = rfc6928_initial_window_of(a.smss());
     assert_eq!(a.stats().cwnd, iw + sum as usize, "cwnd += feedback");
     // The window in each packet's H_cwnd only ever grew.
     let cwnds: Vec<u32> = sent
@@ -291,7 +291,7 @@ fn window_never_drops_below_one_mss() {
         }
     });
     let a = s.net.a.conn(h).unwrap();
-    assert_eq!(min_cwnd, a.mss(), "floored at, and reaching, one MSS");
+    assert_eq!(min_cwnd, a.smss(), "floored at, and reaching, one MSS");
     let hb = s.net.accepted(5001).unwrap();
     assert_eq!(s.net.received(Side::B, hb), &payload(150_000, 6)[..]);
     let arrived: i64 = s
@@ -335,7 +335,7 @@ fn a_loss_takes_the_newreno_path_then_feedback_resumes() {
     let h = s.net.connect(5001);
     s.net.send_bulk(Side::A, h, payload(3_000_000, 7), false);
     s.net.run_for(Duration::from_millis(100));
-    let iw = rfc6928_initial_window_of(s.net.a.conn(h).unwrap().mss());
+    let iw = rfc6928_initial_window_of(s.net.a.conn(h).unwrap().smss());
     assert!(dropped_seq.get().is_none());
     let st = s.net.a.conn(h).unwrap().stats();
     assert!(st.xcp_echoes > 0);
@@ -347,7 +347,7 @@ fn a_loss_takes_the_newreno_path_then_feedback_resumes() {
     assert_eq!((st.fast_retransmits, st.rtos), (1, 0));
     // NewReno: ssthresh = FlightSize/2 (at least 2 MSS), cwnd = ssthresh ...
     assert_eq!(st.cwnd, st.ssthresh);
-    assert!(st.ssthresh < iw * 6 / 10 && st.ssthresh >= 2 * s.net.a.conn(h).unwrap().mss());
+    assert!(st.ssthresh < iw * 6 / 10 && st.ssthresh >= 2 * s.net.a.conn(h).unwrap().smss());
     // ... and no additive increase afterwards: the window waits for the
     // routers (NewReno would have grown by one MSS per RTT by now).
     s.net.run_for(Duration::from_millis(500));
@@ -377,12 +377,12 @@ fn a_timeout_collapses_the_window_to_one_segment() {
         n.a.conn(h).is_some_and(|c| c.stats().rtos > 0)
     });
     let a = s.net.a.conn(h).unwrap();
-    assert_eq!(a.stats().cwnd, a.mss(), "RTO: the loss window");
+    assert_eq!(a.stats().cwnd, a.smss(), "RTO: the loss window");
     s.net.run_for(Duration::from_secs(1));
     let a = s.net.a.conn(h).unwrap();
     assert_eq!(
         a.stats().cwnd,
-        a.mss(),
+        a.smss(),
         "grant 0: no slow start after an RTO"
     );
 }
@@ -420,7 +420,7 @@ fn the_rate_variant_paces_at_cwnd_over_srtt() {
             assert!(a.controller().requires_pacing());
             let srtt = a.stats().srtt.unwrap().as_secs_f64();
             let rate = a.controller().pacing_rate(a.rtt()).unwrap();
-            let iw = rfc6928_initial_window_of(a.mss()) as f64;
+            let iw = rfc6928_initial_window_of(a.smss()) as f64;
             assert!((rate - iw / srtt).abs() < 1e-6 * rate, "exactly cwnd/srtt");
             let expect = 1500.0 / rate;
             let m = g[g.len() / 2].as_secs_f64();
@@ -481,12 +481,14 @@ fn the_rate_variant_spreads_feedback_over_an_rtt() {
         let full = s.net.a.conn(h).unwrap().stats().cwnd;
         cwnd_after.push((w, half, full));
     }
-    let iw = 14_440;
+    // 10 segments of SMSS 1432 = 1500 − 20 (IP) − 16 (XCP option) − 20
+    // (TCP) − 12 (timestamps).
+    let iw = 14_320;
     let (w, _, full) = cwnd_after[0];
     assert_eq!((w, full), (iw + 4_000, iw + 4_000), "window-based: at once");
     let (w, half, full) = cwnd_after[1];
     // the reported window includes 2 MSS of slack over the rate window
-    let slack = 2 * 1444;
+    let slack = 2 * 1432;
     assert_eq!(w - slack, iw, "rate-based: nothing at first");
     assert!(
         half - slack > iw + 1_000 && half - slack < iw + 3_500,
@@ -564,7 +566,7 @@ proptest::proptest! {
         let mut ok = true;
         net.run_for_with(Duration::from_secs(8), |n| {
             if let Some(c) = n.a.conn(h) {
-                ok &= c.stats().cwnd >= c.mss();
+                ok &= c.stats().cwnd >= c.smss();
             }
         });
         proptest::prop_assert!(ok, "window below one MSS");

@@ -343,6 +343,9 @@ pub struct TcpKnobs {
     /// Data packets of ECN connections are ECT(0); a CE mark makes the
     /// sender reduce its window once per RTT (in KA mode: leave it).
     pub ecn: Option<bool>,
+    /// Acknowledge the first data segment after the handshake at once
+    /// (ns-3's `TcpSocketBase`; see `ka_endpoint::TcpConfig`).
+    pub quick_ack_first_data: Option<bool>,
 }
 
 impl TcpKnobs {
@@ -376,6 +379,9 @@ impl TcpKnobs {
             } else {
                 ka_endpoint::EcnMode::Off
             };
+        }
+        if let Some(v) = self.quick_ack_first_data {
+            t.quick_ack_first_data = v;
         }
     }
 }

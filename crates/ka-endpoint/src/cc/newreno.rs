@@ -13,10 +13,14 @@
 //! * RTO: `ssthresh` as above, `cwnd = 1·SMSS` (the loss window).
 //!
 //! With `byte_counting: false` the window grows per ACK instead, as RFC 2581
-//! and older simulators (ns-3 before 3.25) did: `cwnd += SMSS` per new ACK
+//! and ns-3's `TcpNewReno` (3.44 included) do: `cwnd += SMSS` per new ACK
 //! in slow start, `cwnd += max(1, SMSS²/cwnd)` per new ACK in congestion
 //! avoidance. With delayed ACKs (one ACK per two segments) that is ×1.5 per
-//! RTT in slow start and +½ SMSS per RTT in congestion avoidance.
+//! RTT in slow start and +½ SMSS per RTT in congestion avoidance. As in
+//! ns-3's `TcpNewReno::IncreaseWindow`, the slow-start step is not capped
+//! at ssthresh (`SlowStart` adds a whole SMSS while `cwnd < ssthresh`), and
+//! an ACK of several segments that ends slow start also takes one
+//! congestion-avoidance step with the segments it has left.
 
 use super::Controller;
 use super::window::{self, SlowStart};
@@ -84,12 +88,16 @@ impl Controller for NewReno {
             return;
         }
         if !self.byte_counting {
-            let inc = if self.cwnd < self.ssthresh {
-                self.mss.min(self.ssthresh - self.cwnd)
-            } else {
-                (self.mss * self.mss / self.cwnd.max(1)).max(1)
-            };
-            self.cwnd = self.cwnd.saturating_add(inc);
+            // ns-3 counts `segmentsAcked` (at least one here: a new ACK).
+            let mut segments = (bytes / self.mss).max(1);
+            if self.cwnd < self.ssthresh {
+                self.cwnd = self.cwnd.saturating_add(self.mss);
+                segments -= 1;
+            }
+            if self.cwnd >= self.ssthresh && segments > 0 {
+                let inc = (self.mss * self.mss / self.cwnd.max(1)).max(1);
+                self.cwnd = self.cwnd.saturating_add(inc);
+            }
             return;
         }
         let bytes = match window::slow_start(&mut self.cwnd, self.ssthresh, self.mss, bytes) {
@@ -172,18 +180,30 @@ mod tests {
         });
         c.set_window(t0, MSS, 8 * MSS);
         let t1 = t0 + Duration::from_millis(1);
-        // slow start: +1 MSS per ACK whatever it covers, capped at ssthresh
+        // slow start: +1 MSS per ACK whatever it covers
         c.on_ack(t1, t1, 2 * MSS, false, &r);
         assert_eq!(c.window(), 2 * MSS);
         for _ in 0..5 {
             c.on_ack(t1, t1, 2 * MSS, false, &r);
         }
         assert_eq!(c.window(), 7 * MSS);
-        c.on_ack(t1, t1, 2 * MSS, false, &r);
-        assert_eq!(c.window(), 8 * MSS, "stops at ssthresh");
-        // congestion avoidance: MSS²/cwnd per ACK (125 bytes at 8 MSS)
+        // the ACK that reaches ssthresh spends its second segment on a
+        // congestion-avoidance step (ns-3's IncreaseWindow): 8 MSS + 125
         c.on_ack(t1, t1, 2 * MSS, false, &r);
         assert_eq!(c.window(), 8 * MSS + MSS / 8);
+        // congestion avoidance: MSS²/cwnd per ACK (123 bytes at 8.125 MSS)
+        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        assert_eq!(c.window(), 8 * MSS + MSS / 8 + 123);
+        // the slow-start step is a whole MSS even past ssthresh (ns-3's
+        // SlowStart): 65 535-byte ssthresh, 1448-byte MSS → 46 segments
+        let mut big = NewReno::new(NewRenoConfig {
+            mss: 1448,
+            initial_window: 1448,
+            byte_counting: false,
+        });
+        big.set_window(t0, 45 * 1448, 65_535);
+        big.on_ack(t1, t1, 1448, false, &r);
+        assert_eq!(big.window(), 46 * 1448);
         // with one ACK per two segments: about half an MSS per window
         let mut acks = 0;
         let start = c.window();

@@ -62,6 +62,7 @@ impl Connection {
                 State::Established
             };
             self.ack_now = true;
+            self.quick_ack_armed = self.cfg.quick_ack_first_data;
             self.push_event(Event::Connected);
             // native RCP: the SYN's rate, echoed in the SYN-ACK
             if let Some(echo) = seg.options.rcp_echo {
@@ -171,6 +172,7 @@ impl Connection {
                 self.max_snd_wnd = self.max_snd_wnd.max(self.snd_wnd);
                 self.snd_wl1 = seq;
                 self.snd_wl2 = ack;
+                self.quick_ack_armed = self.cfg.quick_ack_first_data;
                 self.push_event(Event::Connected);
             } else {
                 self.pending_rst = Some(PendingRst {
@@ -492,10 +494,13 @@ impl Connection {
             }
         }
         // ACK policy (RFC 5681 §4.2, RFC 1122): immediately for out-of-order
-        // data, for filling holes and duplicates; else every `ack_every`
-        // full-sized segments or when the delayed-ACK timer fires.
+        // data, for filling holes and duplicates, and for the first data
+        // after the handshake with `quick_ack_first_data` (ns-3's preset
+        // delayed-ACK counter); else every `ack_every` full-sized segments
+        // or when the delayed-ACK timer fires.
         let echo_now = self.cfg.ka.ack_fresh_signals && self.ka.echo_pending();
-        if r.out_of_order || r.filled_hole || r.duplicate || had_ooo || echo_now {
+        let first = std::mem::take(&mut self.quick_ack_armed);
+        if r.out_of_order || r.filled_hole || r.duplicate || had_ooo || echo_now || first {
             self.ack_now = true;
             return;
         }

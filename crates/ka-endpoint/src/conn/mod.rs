@@ -38,6 +38,9 @@
 //! `xcp`), and an XCP connection does no KA.
 
 mod ecn;
+mod handshake;
+
+use handshake::{build_controller, offers_ka, offers_native_rcp, window_shift};
 mod input;
 mod ka;
 mod output;
@@ -49,7 +52,7 @@ mod xcp;
 pub use ka::{LeftBy, Mode, ModeChange, ModeReason};
 pub use types::{CloseReason, ConnStats, Event, State, Transmit};
 
-use crate::cc::{Controller, rfc6928_initial_window};
+use crate::cc::Controller;
 use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 use ka::KaState;
@@ -59,6 +62,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use xcp::XcpState;
+
+/// Bytes the timestamps option takes in every segment once negotiated
+/// (10, padded to 12 with two NOPs).
+const TS_OPTION_LEN: usize = 12;
 
 /// Recovery episode (RFC 6582 / RFC 6675).
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +157,9 @@ pub struct Connection {
     // acks
     ack_now: bool,
     unacked_segs: usize,
+    /// `quick_ack_first_data`: the next data segment is acknowledged at
+    /// once (armed when the handshake completes).
+    quick_ack_armed: bool,
     challenge_tokens: u32,
     challenge_refill: Instant,
     pending_rst: Option<PendingRst>,
@@ -267,6 +277,7 @@ impl Connection {
             pacing_wait: None,
             ack_now: false,
             unacked_segs: 0,
+            quick_ack_armed: false,
             challenge_tokens: cfg.challenge_acks_per_sec,
             challenge_refill: now,
             pending_rst: None,
@@ -354,9 +365,19 @@ impl Connection {
         self.ka.mode
     }
 
-    /// The sender MSS in use.
+    /// The sender MSS in use (the MSS option's sense: payload of a full
+    /// segment without TCP options).
     pub fn mss(&self) -> usize {
         self.snd_mss
+    }
+
+    /// The segment size congestion control counts in (RFC 5681 §2 SMSS):
+    /// [`Connection::mss`] less the options every data segment carries
+    /// (12 bytes once timestamps are on), e.g. 1448 on a 1500-byte path.
+    pub fn smss(&self) -> usize {
+        self.snd_mss
+            .saturating_sub(if self.ts_ok { TS_OPTION_LEN } else { 0 })
+            .max(64)
     }
 
     /// Queues application data; returns how many bytes were accepted
@@ -642,124 +663,9 @@ impl Connection {
         }
     }
 
-    /// Negotiates options from the peer's SYN (or SYN-ACK).
-    fn on_peer_syn(&mut self, syn: &ka_codec::wire::tcp::TcpRepr) {
-        let o = &syn.options;
-        // KA or native RCP first: the RCP option changes our IP header
-        // length, hence the MSS a passive side announces.
-        let ipv6 = self.remote.is_ipv6();
-        // XCP (DESIGN §8.4) excludes KA and native RCP (see `conn::xcp`).
-        let xcp = self.negotiate_xcp(o, ipv6);
-        let rcp = !xcp
-            && if self.passive {
-                self.cfg.ka.enabled && !ipv6 && o.rcp_permitted
-            } else {
-                offers_native_rcp(&self.cfg, ipv6) && o.rcp_permitted
-            };
-        self.ka.rcp = rcp;
-        self.ka.enabled = rcp
-            || (!xcp
-                && self.cfg.ka.enabled
-                && o.ka_permitted
-                && (self.passive || (offers_ka(&self.cfg) && !offers_native_rcp(&self.cfg, ipv6))));
-        if !ipv6 {
-            let room = if rcp {
-                ka_codec::RcpOption::LEN
-            } else {
-                self.xcp_room()
-            };
-            self.ip_header_len = 20 + room;
-            if self.passive {
-                self.our_mss = self
-                    .cfg
-                    .mtu
-                    .saturating_sub(self.ip_header_len + 20)
-                    .clamp(64, 65_495);
-            }
-        }
-        self.ecn_on_peer_syn(syn.flags);
-        self.irs = syn.seq;
-        self.rcv_nxt = 1;
-        self.last_ack_sent = 1;
-        let peer_mss =
-            o.mss
-                .map(usize::from)
-                .unwrap_or(if self.remote.is_ipv6() { 1220 } else { 536 });
-        self.snd_mss = self.our_mss.min(peer_mss).max(64);
-        self.cc.set_mss(self.snd_mss);
-        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now, self.xcp.sender);
-        self.peer_ws = o.window_scale;
-        match (self.cfg.window_scale, o.window_scale) {
-            (true, Some(ws)) => self.snd_shift = ws.min(14),
-            _ => {
-                self.snd_shift = 0;
-                self.rcv_shift = 0;
-                // without scaling the window field caps the buffer
-                let cap = self.rcvbuf.cap().min(65_535);
-                if cap < self.rcvbuf.cap() {
-                    self.rcvbuf = RecvBuffer::new(cap, self.cfg.max_ooo_ranges);
-                }
-            }
-        }
-        self.sack_ok = self.cfg.sack && o.sack_permitted;
-        match (self.cfg.timestamps, o.timestamps) {
-            (true, Some((val, _))) => {
-                self.ts_ok = true;
-                self.ts_recent = val;
-            }
-            _ => self.ts_ok = false,
-        }
-        self.snd_wnd = u64::from(syn.window);
-        self.max_snd_wnd = self.snd_wnd;
-        self.last_wire_window = syn.window;
-        self.rcv_adv = self.rcv_nxt + self.rcvbuf.free().min(65_535) as u64;
-    }
-
     fn set_rto_timer(&mut self, now: Instant) {
         self.rto_at = Some(now + self.rtt.rto());
     }
-}
-
-/// A fresh TCP-mode controller: the configured algorithm with the initial
-/// window (RFC 6928 when configured as 10 segments, else that many MSS)
-/// and, if configured, the initial slow-start threshold. An XCP algorithm
-/// becomes NewReno unless `xcp` (XCP was negotiated).
-fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant, xcp: bool) -> Box<dyn Controller> {
-    let iw = if cfg.initial_window_segments == 10 {
-        rfc6928_initial_window(mss)
-    } else {
-        cfg.initial_window_segments.max(1) * mss
-    };
-    let alg = match cfg.cc.xcp_variant() {
-        Some(_) if !xcp => crate::cc::CcAlgorithm::NewReno,
-        _ => cfg.cc,
-    };
-    let mut cc = alg.build_with(mss, iw, cfg.byte_counting);
-    if let Some(ssthresh) = cfg.initial_ssthresh {
-        cc.set_window(now, iw, ssthresh);
-    }
-    cc
-}
-
-/// Whether an active open with `cfg` offers the native-RCP carrier (IPv4
-/// only: the carrier is an IPv4 option).
-fn offers_native_rcp(cfg: &TcpConfig, ipv6: bool) -> bool {
-    offers_ka(cfg) && cfg.ka.native_rcp && !ipv6
-}
-
-/// Whether an active open with `cfg` offers KA (or native RCP): KA is
-/// enabled and the controller is not XCP (an XCP connection does no KA).
-fn offers_ka(cfg: &TcpConfig) -> bool {
-    cfg.ka.enabled && cfg.cc.xcp_variant().is_none()
-}
-
-/// Smallest shift that makes `buf` fit in the 16-bit window field (max 14).
-fn window_shift(buf: usize) -> u8 {
-    let mut s = 0u8;
-    while s < 14 && (buf >> s) > 65_535 {
-        s += 1;
-    }
-    s
 }
 
 /// Unwraps a 32-bit sequence number into the 64-bit space around

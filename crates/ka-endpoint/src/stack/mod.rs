@@ -111,6 +111,16 @@ pub struct Stack {
     stats: StackStats,
 }
 
+/// What the IP header of a TCP segment's packet carried for the connection:
+/// the native-RCP and XCP options (IPv4, unfragmented or leading
+/// fragments) and the ECN codepoint.
+#[derive(Debug, Clone, Copy)]
+struct IpInfo {
+    rcp: Option<RcpOption>,
+    xcp: Option<XcpOption>,
+    ecn: Ecn,
+}
+
 impl Stack {
     /// A stack with no connections; `now` is the epoch of the ISN clock.
     pub fn new(cfg: StackConfig, now: Instant) -> Self {
@@ -427,7 +437,7 @@ impl Stack {
             None
         };
         if !ip.is_fragment() {
-            self.handle_tcp_with(now, src, dst, ip.payload(), rcp, xcp, ecn);
+            self.handle_tcp_with(now, src, dst, ip.payload(), IpInfo { rcp, xcp, ecn });
             return;
         }
         self.stats.fragments_in += 1;
@@ -543,7 +553,12 @@ impl Stack {
     }
 
     fn handle_tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &[u8], ecn: Ecn) {
-        self.handle_tcp_with(now, src, dst, seg, None, None, ecn);
+        let info = IpInfo {
+            rcp: None,
+            xcp: None,
+            ecn,
+        };
+        self.handle_tcp_with(now, src, dst, seg, info);
     }
 
     /// A TCP segment, with the IPv4 RCP and XCP options its packet carried
@@ -556,10 +571,9 @@ impl Stack {
         src: IpAddr,
         dst: IpAddr,
         seg: &[u8],
-        rcp: Option<RcpOption>,
-        xcp: Option<XcpOption>,
-        ecn: Ecn,
+        info: IpInfo,
     ) {
+        let IpInfo { rcp, xcp, ecn } = info;
         let Ok(pkt) = TcpPacket::new_checked(seg) else {
             self.stats.malformed += 1;
             return;
