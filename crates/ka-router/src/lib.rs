@@ -165,3 +165,5 @@ pub use stats::{Counters, PortSnapshot};
 
 #[cfg(feature = "cli")]
 pub mod shell;
+#[cfg(feature = "cli")]
+pub mod trace;

@@ -339,8 +339,8 @@ impl Port2 {
     }
 }
 
-/// Both interfaces of a bridge: the forwarding thread's [`Input`] and
-/// [`Output`].
+/// Both interfaces of a bridge: the forwarding thread's input and
+/// output.
 pub struct Bridge {
     /// `[0]` = `IF_A` (`--in` side), `[1]` = `IF_B`.
     sides: [Port2; 2],
