@@ -299,7 +299,9 @@ pub struct Analysis<W: Write> {
     index: HashMap<(Endpoint, Endpoint), usize>,
     /// The flows, in order of first packet.
     pub flows: Vec<Flow>,
-    frag_owner: HashMap<(IpAddr, IpAddr, u32), (usize, Side)>,
+    /// (flow, side, TCP sequence number, TCP header length) of a leading
+    /// fragment, by (source, destination, identification).
+    frag_owner: HashMap<(IpAddr, IpAddr, u32), (usize, Side, u32, usize)>,
     bins: usize,
     /// Counts over the capture.
     pub totals: Totals,
@@ -357,6 +359,8 @@ impl<W: Write> Analysis<W> {
         self.totals.ip += 1;
         // Which flow and side: from the TCP header, else (a trailing
         // fragment) from the fragment's leading piece.
+        // The sequence end a last trailing fragment completes.
+        let mut trailing_end = None;
         let (fi, side) = match (&p.tcp, p.frag_offset) {
             (Some(tcp), _) => {
                 let me = (p.src, tcp.sport);
@@ -395,12 +399,19 @@ impl<W: Write> Analysis<W> {
                     if self.frag_owner.len() >= MAX_FRAGMENT_IDS {
                         self.frag_owner.clear();
                     }
-                    self.frag_owner.insert((p.src, p.dst, p.ident), (fi, side));
+                    self.frag_owner
+                        .insert((p.src, p.dst, p.ident), (fi, side, tcp.seq, tcp.header_len));
                 }
                 (fi, side)
             }
             (None, Some(off)) if off > 0 => match self.frag_owner.get(&(p.src, p.dst, p.ident)) {
-                Some(&o) => o,
+                Some(&(fi, side, seq, hl)) => {
+                    if !p.more_frags && hl > 0 {
+                        let seg = (off + p.ip_payload_len).saturating_sub(hl);
+                        trailing_end = Some(seq.wrapping_add(seg as u32));
+                    }
+                    (fi, side)
+                }
                 None => {
                     self.totals.orphan_fragments += 1;
                     return Ok(());
@@ -449,6 +460,9 @@ impl<W: Write> Analysis<W> {
         d.pkts += 1;
         d.wire_bytes += p.total_len as u64;
         b.wire[side] += p.total_len as u64;
+        if let Some(end) = trailing_end {
+            extend(d, b, side, end);
+        }
 
         if let Some(l) = p.leading_len {
             d.leading += 1;
@@ -526,12 +540,11 @@ impl<W: Write> Analysis<W> {
             if tcp.flags & 0x01 != 0 {
                 d.fin.get_or_insert(t);
             }
-            // Sequence space this segment covers (a leading fragment's true
-            // length is unknown here: its own bytes count, and the next
-            // segment's start corrects the total).
+            // Sequence space this segment covers (a leading fragment: the
+            // part it carries; its last trailing piece completes it).
             let seg_len = tcp
                 .payload_len
-                .or_else(|| p.leading_len.map(|l| l.saturating_sub(20)))
+                .or_else(|| p.leading_len.map(|l| l.saturating_sub(tcp.header_len)))
                 .unwrap_or(0);
             let is_data = seg_len > 0 || p.leading_len.is_some();
             if is_data && tcp.full_header {
@@ -543,20 +556,13 @@ impl<W: Write> Analysis<W> {
                 let start = tcp.seq;
                 let end = start.wrapping_add(seg_len as u32);
                 d.seq_first.get_or_insert(start);
-                match d.seq_end {
-                    None => d.seq_end = Some(end),
-                    Some(e) => {
-                        if (start.wrapping_sub(e) as i32) < 0 {
-                            d.retransmits += 1;
-                            b.retx_last[side] = Some(t);
-                        }
-                        let adv = end.wrapping_sub(e) as i32;
-                        if adv > 0 {
-                            d.seq_end = Some(end);
-                            b.advance[side] += adv as u64;
-                        }
-                    }
+                if d.seq_end
+                    .is_some_and(|e| (start.wrapping_sub(e) as i32) < 0)
+                {
+                    d.retransmits += 1;
+                    b.retx_last[side] = Some(t);
                 }
+                extend(d, b, side, end);
             }
             if let Some((code, count)) = tcp.ka_rate {
                 d.echoes += 1;
@@ -608,6 +614,21 @@ impl<W: Write> Analysis<W> {
         self.bins += 1;
         f.bins.insert(k, Bin::default());
         true
+    }
+}
+
+/// Moves the sender's highest sequence end to `end` if that is further,
+/// counting the advance in the bin.
+fn extend(d: &mut DirStats, b: &mut Bin, side: Side, end: u32) {
+    match d.seq_end {
+        None => d.seq_end = Some(end),
+        Some(e) => {
+            let adv = end.wrapping_sub(e) as i32;
+            if adv > 0 {
+                d.seq_end = Some(end);
+                b.advance[side] += adv as u64;
+            }
+        }
     }
 }
 

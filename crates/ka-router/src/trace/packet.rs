@@ -78,6 +78,8 @@ pub struct TcpInfo {
     pub payload_len: Option<usize>,
     /// Header complete (options parsed).
     pub full_header: bool,
+    /// TCP header length (0 unless `full_header`).
+    pub header_len: usize,
     /// KA-Permitted.
     pub ka_permitted: bool,
     /// KA-Rate echo: (code = L/8, count).
@@ -109,6 +111,11 @@ pub struct PacketInfo {
     pub ident: u32,
     /// Fragment offset in bytes, when the packet is a fragment.
     pub frag_offset: Option<usize>,
+    /// More fragments follow (IPv4 MF, IPv6 M).
+    pub more_frags: bool,
+    /// IP payload bytes (after the IPv4 header, or after the IPv6 Fragment
+    /// header when there is one), by the header's lengths.
+    pub ip_payload_len: usize,
     /// KA leading-fragment payload L (offset 0, more fragments).
     pub leading_len: Option<usize>,
     /// RTT-indicator k (DESIGN §3.2).
@@ -159,6 +166,8 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
                 df: h.dont_fragment(),
                 ident: u32::from(h.identification()),
                 frag_offset: frag.then_some(off),
+                more_frags: mf,
+                ip_payload_len: total_len.saturating_sub(hl),
                 leading_len: (off == 0 && mf).then(|| total_len.saturating_sub(hl)),
                 indicator: ka_codec::rtt::classify(total_len, h.dont_fragment()),
                 proto,
@@ -176,20 +185,23 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
                 Ipv6ExtensionSlice::Fragment(f) => Some(f),
                 _ => None,
             });
-            let (ident, frag_offset, leading_len) = match &frag {
+            let (ident, frag_offset, leading_len, more_frags, after_frag) = match &frag {
                 Some(f) => {
                     let off = usize::from(f.fragment_offset().byte_offset());
                     // The Fragment header's offset from the IPv6 header.
                     let at =
                         (f.slice().as_ptr() as usize).saturating_sub(h.slice().as_ptr() as usize);
                     let fragmenting = off != 0 || f.more_fragments();
+                    let after = total_len.saturating_sub(at + 8);
                     (
                         f.identification(),
                         fragmenting.then_some(off),
-                        (off == 0 && f.more_fragments()).then(|| total_len.saturating_sub(at + 8)),
+                        (off == 0 && f.more_fragments()).then_some(after),
+                        f.more_fragments(),
+                        Some(after),
                     )
                 }
-                None => (0, None, None),
+                None => (0, None, None, false, None),
             };
             let p = v6.payload();
             let first = frag_offset.is_none_or(|o| o == 0);
@@ -202,6 +214,8 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
                 df: false,
                 ident,
                 frag_offset,
+                more_frags,
+                ip_payload_len: after_frag.unwrap_or(total_len.saturating_sub(40)),
                 leading_len,
                 indicator: if frag.is_none() {
                     ka_codec::rtt::classify_v6(total_len)
@@ -234,6 +248,7 @@ fn tcp(p: &LaxIpPayloadSlice<'_>, segment_len: Option<usize>) -> Option<TcpInfo>
                 flags: h.slice().get(13).copied().unwrap_or(0),
                 payload_len: segment_len.map(|n| n.saturating_sub(h.slice().len())),
                 full_header: true,
+                header_len: h.slice().len(),
                 ..TcpInfo::default()
             };
             tcp_options(h.options(), &mut t);
