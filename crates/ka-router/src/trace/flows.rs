@@ -301,12 +301,15 @@ pub struct Analysis<W: Write> {
     pub flows: Vec<Flow>,
     /// (flow, side, TCP sequence number, TCP header length) of a leading
     /// fragment, by (source, destination, identification).
-    frag_owner: HashMap<(IpAddr, IpAddr, u32), (usize, Side, u32, usize)>,
+    frag_owner: HashMap<FragKey, (usize, Side, u32, usize)>,
     bins: usize,
     /// Counts over the capture.
     pub totals: Totals,
     events: W,
 }
+
+/// A fragmented datagram: (source, destination, identification).
+type FragKey = (IpAddr, IpAddr, u32);
 
 /// Header of `events.csv`.
 pub const EVENTS_HEADER: &str = "time_s,flow,src,kind,ident,len,count,value";
