@@ -82,6 +82,13 @@ pub const MAX_L2_ENTRIES: usize = 65_536;
 pub const MAX_L2_HEADER: usize = 14 + 4 * MAX_VLAN_TAGS;
 /// Read buffer per interface: the largest IP packet plus a link header.
 const READ_BUFFER: usize = 65_535 + MAX_L2_HEADER;
+/// Kernel receive buffer asked for each socket (`SO_RCVBUFFORCE` as root,
+/// else `SO_RCVBUF`, capped by `net.core.rmem_max`): frames the kernel holds
+/// while the forwarding thread is busy or descheduled, beyond which it drops
+/// them — the role `--tun-queue` plays for TUN devices. 8 MiB is about 2 700
+/// full-size frames (the kernel counts its per-frame overhead too), 30 ms at
+/// 1 Gbit/s; kernel memory, used only while the thread is behind.
+pub const SOCKET_RECV_BUFFER: usize = 8 << 20;
 /// Frames read from one interface before the other gets a turn.
 const READ_BURST: usize = 64;
 
@@ -235,7 +242,7 @@ impl L2Table {
 }
 
 /// One bridged interface.
-struct Port2 {
+struct Interface {
     name: String,
     mac: [u8; 6],
     mtu: usize,
@@ -246,7 +253,7 @@ struct Port2 {
     warned_oversize: bool,
 }
 
-impl Port2 {
+impl Interface {
     fn open(name: &str) -> io::Result<Self> {
         let iface: NetworkInterface = pnet_datalink::interfaces()
             .into_iter()
@@ -293,6 +300,14 @@ impl Port2 {
                 format!("AF_PACKET socket for {name}: {e} (needs root or CAP_NET_RAW)"),
             )
         })?;
+        if rustix::net::sockopt::set_socket_recv_buffer_size_force(&sock, SOCKET_RECV_BUFFER)
+            .or_else(|_| {
+                rustix::net::sockopt::set_socket_recv_buffer_size(&sock, SOCKET_RECV_BUFFER)
+            })
+            .is_err()
+        {
+            tracing::warn!(interface = name, "socket receive buffer unchanged");
+        }
         let for_pnet = sock.try_clone()?;
         let config = pnet_datalink::Config {
             read_buffer_size: READ_BUFFER,
@@ -343,7 +358,7 @@ impl Port2 {
 /// output.
 pub struct Bridge {
     /// `[0]` = `IF_A` (`--in` side), `[1]` = `IF_B`.
-    sides: [Port2; 2],
+    sides: [Interface; 2],
     l2: L2Table,
     turn: usize,
     /// A frame being assembled for writing.
@@ -372,7 +387,7 @@ impl Bridge {
             ));
         }
         Ok(Self {
-            sides: [Port2::open(a)?, Port2::open(b)?],
+            sides: [Interface::open(a)?, Interface::open(b)?],
             l2: L2Table::default(),
             turn: 0,
             frame: Vec::with_capacity(READ_BUFFER),
