@@ -187,8 +187,10 @@ pub struct Flow {
     pub dir: Two<DirStats>,
     /// EWMA of RTT-indicator values (ms), gain 0.1.
     pub indicator_rtt_ms: Option<f64>,
-    /// Time bins (index = floor(t / bin)).
+    /// Time bins (index = floor(t / bin_s)).
     pub bins: BTreeMap<u64, Bin>,
+    /// Width of a bin, s.
+    pub bin_s: f64,
 }
 
 impl Flow {
@@ -250,7 +252,7 @@ impl Flow {
         let s = self.sender();
         let r = s.other();
         let rtt = self.rtt_estimate().max(0.01);
-        let bin_s = BIN_S.with(|b| *b.borrow());
+        let bin_s = self.bin_s;
         let (mut fresh, mut retx) = (None::<f64>, None::<f64>);
         let mut out = Vec::with_capacity(self.bins.len());
         // Bins with traffic only: a corrupt timestamp can put two packets
@@ -265,12 +267,6 @@ impl Flow {
         }
         out
     }
-}
-
-thread_local! {
-    /// The bin width of the analysis running on this thread (read by
-    /// [`Flow::inferred_mode`]).
-    static BIN_S: std::cell::RefCell<f64> = const { std::cell::RefCell::new(0.1) };
 }
 
 /// Counts over the whole capture.
@@ -319,7 +315,6 @@ impl<W: Write> Analysis<W> {
     /// events to `events`.
     pub fn new(bin_s: f64, mut events: W) -> io::Result<Self> {
         writeln!(events, "{EVENTS_HEADER}")?;
-        BIN_S.with(|b| *b.borrow_mut() = bin_s);
         Ok(Self {
             bin_s,
             t0: None,
@@ -392,6 +387,7 @@ impl<W: Write> Analysis<W> {
                             dir: Default::default(),
                             indicator_rtt_ms: None,
                             bins: BTreeMap::new(),
+                            bin_s: self.bin_s,
                         });
                         self.index.insert(key, i);
                         i
