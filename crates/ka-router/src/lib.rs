@@ -183,3 +183,5 @@ pub use stats::{Counters, PortSnapshot, SojournHistogram};
 
 #[cfg(feature = "cli")]
 pub mod shell;
+#[cfg(feature = "cli")]
+pub mod trace;

@@ -14,6 +14,7 @@ use ka_router::shell::testbed::{ADDR_A, ADDR_B, Side, Testbed};
 use netns_common::{Proc, testbed_or_skip, v4};
 
 const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
+const TRACE: &str = env!("CARGO_BIN_EXE_ka-trace");
 const PORT: u16 = 5001;
 
 #[test]
@@ -89,10 +90,13 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         return;
     };
     let rate = 20_000_000f64;
+    let stamps = tb.path("stamps.csv");
     let pcap = start_router_capturing(
         &mut tb,
         "ka.pcap",
         &[
+            "--stamp-log",
+            stamps.to_str().unwrap(),
             "--rate",
             "20mbit",
             "--delay",
@@ -180,6 +184,7 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         leading, trailing,
         "every split makes exactly one leading and one trailing piece"
     );
+    trace_matches_stamp_log(&tb, &pcap, &stamps, leading, bytes);
 
     // Pacing (DESIGN §4.1). The core schedules departures on its own ideal
     // timeline, so a late wake-up of the pacing thread shifts bytes into the
@@ -302,6 +307,72 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no p50 lateness in {}", exit.stdout));
     assert!(p50 <= 100, "median release lateness up to {p50} µs");
+}
+
+/// `ka-trace` on the router's capture: for every leading fragment, in
+/// order, the identification, L and decoded rate it reports equal the
+/// router's own record of what it sent (`--stamp-log`); and it sees one
+/// plain-TCP flow of exactly `bytes` from A.
+fn trace_matches_stamp_log(tb: &Testbed, pcap: &Path, stamps: &Path, leading: usize, bytes: u64) {
+    let out = tb.path("trace");
+    let run = std::process::Command::new(TRACE)
+        .arg(pcap)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .expect("running ka-trace");
+    assert!(
+        run.status.success(),
+        "ka-trace failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = |p: PathBuf| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    // time_unix_ns,direction,version,src,dst,ident,len,code,rate_bps
+    let log = read(stamps.to_path_buf());
+    let stamped: Vec<Vec<&str>> = log
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[1] == "forward")
+        .collect();
+    // time_s,flow,src,kind,ident,len,count,value
+    let events = read(out.join("events.csv"));
+    let seen: Vec<Vec<&str>> = events
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[3] == "ka_signal" && c[2] == ADDR_A.to_string())
+        .collect();
+    assert_eq!(
+        stamped.len(),
+        leading,
+        "stamp log vs leading fragments in the capture"
+    );
+    assert_eq!(
+        seen.len(),
+        leading,
+        "ka-trace vs leading fragments in the capture"
+    );
+    for (i, (s, e)) in stamped.iter().zip(&seen).enumerate() {
+        assert_eq!((s[5], s[6]), (e[4], e[5]), "fragment {i}: ident and L");
+        let (rs, re): (f64, f64) = (s[8].parse().unwrap(), e[7].parse().unwrap());
+        assert!(
+            (rs - re).abs() <= 0.001,
+            "fragment {i}: ka-trace decodes {re} bit/s, the router stamped {rs}"
+        );
+    }
+    let flows = read(out.join("flows.csv"));
+    let rows: Vec<&str> = flows.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{flows}");
+    let f: Vec<&str> = rows[0].split(',').collect();
+    // The sender echoes the receiver's one-byte ping before the payload.
+    assert_eq!(
+        (f[1], f[3]),
+        ("tcp", (bytes + 1).to_string().as_str()),
+        "kernel TCP, exactly the bytes sent"
+    );
+    eprintln!("ka-trace agrees with the stamp log on all {leading} leading fragments");
 }
 
 /// With PMTU discovery on (DF set) the router never fragments.

@@ -16,6 +16,26 @@
 //!   empty slices), they just may return meaningless values.
 //! * Lengths are in bytes; fragment offsets are in bytes (the wire field
 //!   times 8).
+//!
+//! ## Differences from etherparse
+//!
+//! These views are checked against an independent parser, `etherparse`
+//! (`tests/oracle_etherparse.rs` and the fuzz target `wire_vs_etherparse`):
+//! every field both expose must agree, and a packet one rejects the other
+//! must reject too, except for these intentional differences (each has a
+//! test that shows it still occurs):
+//!
+//! | input | ka | etherparse | why ka differs |
+//! |---|---|---|---|
+//! | IPv4 protocol 51 | stops at the IP header | also parses the AH behind it | the router never looks past IP for IPv4 |
+//! | IPv6 payload length 0 with more bytes | empty payload | jumbogram: the rest of the buffer | jumbograms (RFC 2675) are not supported; 0 means 0 |
+//! | Hop-by-Hop header not first | walked like the others | rejected | leniency costs nothing: the router only needs where the unfragmentable part ends |
+//! | Fragment header with offset ≠ 0 | walk stops there | goes on parsing the fragment's data as headers | what follows a non-first fragment is payload, not headers |
+//! | two Fragment headers | `Unsupported` | accepted | a second one makes "the" fragment ambiguous for re-splitting |
+//! | more than [`ipv6::MAX_EXT_HEADERS`] extension headers | `Unsupported` | walked | bounded work per packet |
+//! | AH with payload length 0 (8 bytes) | walked | rejected (RFC 4302 minimum is 12) | only the length matters for the walk |
+//! | unknown TCP option (e.g. experimental kind 253: KA, RCP) | skipped | iteration stops (`UnknownId`) | RFC 9293 §3.1: unknown options are ignored |
+//! | known TCP option with a non-standard length | skipped | iteration stops (`UnexpectedSize`) | same |
 
 pub mod checksum;
 pub mod ecn;

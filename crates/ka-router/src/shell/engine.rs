@@ -37,7 +37,7 @@
 
 use std::fs::File;
 use std::future::Future;
-use std::io::{self, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -48,10 +48,11 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 use super::forwarder::Forwarder;
-use super::input::{Input, TunInput};
+use super::input::{Input, Output, Pair, TunInput};
 use super::metrics::serve_metrics;
 use super::pacing::{Pacer, STALL, stall_stamp};
-use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink};
+use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink, wall_clock};
+use super::stamplog::{DEFAULT_STAMP_LOG_CAPACITY, StampLog, StampLogHandle, leading_fragment};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
 use super::tun::{KernelDrops, TunOptions, open_tun};
 
@@ -63,19 +64,37 @@ const KERNEL_DROPS_EVERY: Duration = Duration::from_secs(1);
 /// Most packets read before the due ones are sent.
 const INPUT_BATCH: usize = 256;
 
+/// What the router attaches to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Link {
+    /// Two layer-3 TUN devices (DESIGN §4.5, §4.6).
+    #[default]
+    Tun,
+    /// Two existing Ethernet interfaces, bridged at layer 2 through
+    /// `AF_PACKET` sockets (see [`bridge`](super::bridge)).
+    Bridge,
+}
+
 /// I/O settings of one router run.
 #[derive(Debug, Clone)]
 pub struct ShellConfig {
-    /// TUN device on the `in` side (forward packets are read here).
+    /// Device on the `in` side (forward packets are read here): a TUN
+    /// device, or with [`Link::Bridge`] the first Ethernet interface.
     pub in_dev: String,
-    /// TUN device on the `out` side (forward packets are written here).
+    /// Device on the `out` side (forward packets are written here).
     pub out_dev: String,
-    /// How both devices are opened.
+    /// TUN devices or a layer-2 bridge.
+    pub link: Link,
+    /// How both TUN devices are opened (unused by [`Link::Bridge`], which
+    /// leaves its interfaces' settings alone).
     pub tun: TunOptions,
     /// Serve Prometheus metrics here (`None`: no endpoint).
     pub metrics: Option<SocketAddr>,
     /// Record every written packet here (`None`: no capture).
     pub pcap: Option<PathBuf>,
+    /// Log every leading fragment written here (`None`: no log; see
+    /// [`stamplog`](super::stamplog)).
+    pub stamp_log: Option<PathBuf>,
     /// The forwarding thread's wait strategy (how long it spins before a
     /// departure).
     pub pacer: Pacer,
@@ -89,9 +108,11 @@ impl ShellConfig {
         Self {
             in_dev: in_dev.into(),
             out_dev: out_dev.into(),
+            link: Link::Tun,
             tun: TunOptions::default(),
             metrics: None,
             pcap: None,
+            stamp_log: None,
             pacer: Pacer::default(),
             pacing_thread_init: None,
         }
@@ -109,6 +130,8 @@ pub struct RunSummary {
     pub lateness: LatenessStats,
     /// Capture records dropped because the pcap thread fell behind.
     pub pcap_dropped: u64,
+    /// Stamp-log lines dropped because its thread fell behind.
+    pub stamp_log_dropped: u64,
 }
 
 /// Code the forwarding thread runs first, e.g. to raise its scheduling priority
@@ -126,31 +149,69 @@ impl std::fmt::Debug for ThreadInit {
 /// until `shutdown` completes; then flush the pcap and return the final
 /// counters. Must be called inside a tokio runtime with I/O and time enabled.
 ///
-/// Errors: opening the devices, the pcap file or the metrics socket, or a
-/// panic of the forwarding thread. Read and write errors on the devices are
-/// counted and logged, never fatal (a far interface may be down).
+/// Errors: opening the devices, the pcap file, the stamp log or the metrics
+/// socket, or a panic of the forwarding thread. Read and write errors on the
+/// devices are counted and logged, never fatal (a far interface may be down).
 pub async fn run<F, M, S>(cfg: ShellConfig, make: M, shutdown: S) -> io::Result<RunSummary>
 where
     F: Forwarder,
     M: FnOnce(Instant) -> F,
     S: Future<Output = ()>,
 {
-    let in_dev = open_tun(&cfg.in_dev, &cfg.tun)?;
-    let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
-    // Forward packets are read from `in`, reverse ones from `out`.
-    let kernel_drops = [KernelDrops::watch(&in_dev), KernelDrops::watch(&out_dev)];
-    let write_handle = |d: &tun_rs::SyncDevice| -> io::Result<File> {
-        Ok(File::from(d.as_fd().try_clone_to_owned()?))
-    };
-    // Forward packets leave through `out`, reverse ones through `in`.
-    let writers = [write_handle(&out_dev)?, write_handle(&in_dev)?];
-    tracing::info!(r#in = %cfg.in_dev, out = %cfg.out_dev, "attached to TUN devices");
+    match cfg.link {
+        Link::Tun => {
+            let in_dev = open_tun(&cfg.in_dev, &cfg.tun)?;
+            let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
+            // Forward packets are read from `in`, reverse ones from `out`.
+            let kernel_drops = [KernelDrops::watch(&in_dev), KernelDrops::watch(&out_dev)];
+            let write_handle = |d: &tun_rs::SyncDevice| -> io::Result<File> {
+                Ok(File::from(d.as_fd().try_clone_to_owned()?))
+            };
+            // Forward packets leave through `out`, reverse ones through `in`.
+            let writers = [write_handle(&out_dev)?, write_handle(&in_dev)?];
+            tracing::info!(r#in = %cfg.in_dev, out = %cfg.out_dev, "attached to TUN devices");
+            let io = Pair {
+                input: TunInput::new(in_dev, out_dev)?,
+                output: writers,
+            };
+            serve(cfg, io, kernel_drops, make, shutdown).await
+        }
+        Link::Bridge => {
+            let io = super::bridge::Bridge::open(&cfg.in_dev, &cfg.out_dev)?;
+            tracing::info!(a = %cfg.in_dev, b = %cfg.out_dev, "bridging Ethernet interfaces");
+            serve(cfg, io, [None, None], make, shutdown).await
+        }
+    }
+}
+
+/// The recorders, the metrics endpoint and the forwarding thread around
+/// any pair of devices `io`; see [`run`].
+async fn serve<F, M, S, IO>(
+    cfg: ShellConfig,
+    mut io: IO,
+    kernel_drops: [Option<KernelDrops>; 2],
+    make: M,
+    shutdown: S,
+) -> io::Result<RunSummary>
+where
+    F: Forwarder,
+    M: FnOnce(Instant) -> F,
+    S: Future<Output = ()>,
+    IO: Input + Output + Send + 'static,
+{
     let pcap = match &cfg.pcap {
         Some(p) => {
             let sink = PcapSink::create(p)
                 .map_err(|e| io::Error::new(e.kind(), format!("pcap file {}: {e}", p.display())))?;
             Some(PcapRecorder::spawn(sink, DEFAULT_RECORDER_CAPACITY)?)
         }
+        None => None,
+    };
+    let stamp_log = match &cfg.stamp_log {
+        Some(p) => Some(
+            StampLog::create(p, DEFAULT_STAMP_LOG_CAPACITY)
+                .map_err(|e| io::Error::new(e.kind(), format!("stamp log {}: {e}", p.display())))?,
+        ),
         None => None,
     };
     let stats = Arc::new(SharedStats::default());
@@ -168,14 +229,16 @@ where
 
     let fwd = make(Instant::now());
     stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
-    let mut input = TunInput::new(in_dev, out_dev)?;
     let stop = Arc::new(AtomicBool::new(false));
     let pacing = {
         let stats = Arc::clone(&stats);
         let stop = Arc::clone(&stop);
         let pacer = cfg.pacer;
         let init = cfg.pacing_thread_init.clone();
-        let pcap = pcap.as_ref().map(PcapRecorder::handle);
+        let recorders = Recorders {
+            pcap: pcap.as_ref().map(PcapRecorder::handle),
+            stamp_log: stamp_log.as_ref().map(StampLog::handle),
+        };
         std::thread::Builder::new()
             .name("ka-forward".into())
             .spawn(move || {
@@ -185,7 +248,7 @@ where
                 if let Some(Err(e)) = init.map(|ThreadInit(f)| f()) {
                     tracing::warn!("forwarding thread set-up failed, continuing: {e}");
                 }
-                forwarding_loop(fwd, &mut input, &writers, pcap, &stats, pacer, &stop)
+                forwarding_loop(fwd, &mut io, recorders, &stats, pacer, &stop)
             })?
     };
 
@@ -220,6 +283,10 @@ where
         Some(p) => p.finish()?,
         None => 0,
     };
+    let stamp_log_dropped = match stamp_log {
+        Some(l) => l.finish()?,
+        None => 0,
+    };
     let summary = |d: Direction| DirectionSummary {
         io: stats.io(d).load(),
         core: fwd.stats(d),
@@ -229,6 +296,7 @@ where
         reverse: summary(Direction::Reverse),
         lateness: stats.lateness.load(),
         pcap_dropped,
+        stamp_log_dropped,
     })
 }
 
@@ -237,36 +305,50 @@ fn worth_logging(count: u64) -> bool {
     count.is_power_of_two()
 }
 
-/// Writes one packet and records it; failures are counted, never fatal.
-struct Emitter<'a> {
-    writers: &'a [File; 2],
-    stats: &'a SharedStats,
+/// Where written packets are recorded (each optional).
+#[derive(Debug, Default)]
+struct Recorders {
     pcap: Option<PcapHandle>,
+    stamp_log: Option<StampLogHandle>,
 }
 
-impl Emitter<'_> {
-    fn emit(&mut self, dir: Direction, packet: Vec<u8>) {
-        let io = self.stats.io(dir);
-        let Some(mut w) = self.writers.get(dir.index()) else {
-            return;
-        };
-        match w.write(&packet) {
-            Ok(n) => {
-                IoCounters::add(&io.packets_out, 1);
-                IoCounters::add(&io.bytes_out, n as u64);
-                if let Some(p) = &self.pcap {
-                    p.record(packet);
-                }
+/// Writes one packet and records it; failures are counted, never fatal.
+fn emit<O: Output>(
+    output: &mut O,
+    stats: &SharedStats,
+    rec: &Recorders,
+    dir: Direction,
+    packet: Vec<u8>,
+) {
+    let io = stats.io(dir);
+    match output.write(dir, &packet) {
+        Ok(n) => {
+            IoCounters::add(&io.packets_out, 1);
+            IoCounters::add(&io.bytes_out, n as u64);
+            let leading = leading_fragment(&packet);
+            if leading.is_some() {
+                IoCounters::add(&io.leading_out, 1);
             }
-            Err(e) => {
-                let n = io.write_errors.fetch_add(1, Ordering::Relaxed) + 1;
-                if worth_logging(n) {
-                    tracing::warn!(
-                        direction = dir.label(),
-                        errors = n,
-                        "write failed (far side down?): {e}"
-                    );
-                }
+            if rec.pcap.is_none() && rec.stamp_log.is_none() {
+                return;
+            }
+            // One timestamp for both records of this packet.
+            let ts = wall_clock();
+            if let (Some(log), Some(l)) = (&rec.stamp_log, leading) {
+                log.record(ts, dir, l);
+            }
+            if let Some(p) = &rec.pcap {
+                p.record_at(ts, packet);
+            }
+        }
+        Err(e) => {
+            let n = io.write_errors.fetch_add(1, Ordering::Relaxed) + 1;
+            if worth_logging(n) {
+                tracing::warn!(
+                    direction = dir.label(),
+                    errors = n,
+                    "write failed (far side down?): {e}"
+                );
             }
         }
     }
@@ -276,20 +358,14 @@ fn publish<F: Forwarder>(fwd: &F, stats: &SharedStats) {
     stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
 }
 
-fn forwarding_loop<F: Forwarder, I: Input>(
+fn forwarding_loop<F: Forwarder, IO: Input + Output>(
     mut fwd: F,
-    input: &mut I,
-    writers: &[File; 2],
-    pcap: Option<PcapHandle>,
+    io: &mut IO,
+    rec: Recorders,
     stats: &SharedStats,
     pacer: Pacer,
     stop: &AtomicBool,
 ) -> F {
-    let mut out = Emitter {
-        writers,
-        stats,
-        pcap,
-    };
     let mut clock = Instant::now();
     let mut next_publish = clock + PUBLISH_EVERY;
     let mut batch: Vec<(Direction, Vec<u8>, Instant)> = Vec::with_capacity(INPUT_BATCH);
@@ -299,7 +375,7 @@ fn forwarding_loop<F: Forwarder, I: Input>(
         // Input first: every packet that is ready, each stamped when read —
         // or, after a stall, spread over the stall (`stall_stamp`).
         while batch.len() < INPUT_BATCH {
-            let Some((dir, p)) = input.next(stats) else {
+            let Some((dir, p)) = io.next(stats) else {
                 break;
             };
             batch.push((dir, p, Instant::now()));
@@ -329,7 +405,7 @@ fn forwarding_loop<F: Forwarder, I: Input>(
                 if let Some(p) = fwd.poll_transmit(dir, clock) {
                     let now = Instant::now();
                     stats.lateness.record(now.saturating_duration_since(due));
-                    out.emit(dir, p);
+                    emit(io, stats, &rec, dir, p);
                     sent = true;
                 }
             }
@@ -343,13 +419,13 @@ fn forwarding_loop<F: Forwarder, I: Input>(
             publish(&fwd, stats);
             next_publish = clock + PUBLISH_EVERY;
         }
-        if stop.load(Ordering::Relaxed) || input.closed() {
+        if stop.load(Ordering::Relaxed) || io.closed() {
             break;
         }
         let deadline = fwd
             .poll_timeout()
             .map_or(next_publish, |t| t.min(next_publish));
-        input.wait(deadline, pacer.spin);
+        io.wait(deadline, pacer.spin);
         if Instant::now().saturating_duration_since(deadline) > STALL {
             stalled_since = Some(deadline);
         }
@@ -436,7 +512,6 @@ mod tests {
     #[test]
     fn loop_releases_on_time_and_stops() {
         let (dir, writers) = pipe_writers();
-        let writers = &writers;
         let stats = SharedStats::default();
         let stats = &stats;
         let stop = AtomicBool::new(false);
@@ -458,9 +533,14 @@ mod tests {
                         next: None,
                         queue: Default::default(),
                     },
-                    &mut ChannelInput::new(rx),
-                    writers,
-                    Some(pcap),
+                    &mut Pair {
+                        input: ChannelInput::new(rx),
+                        output: writers,
+                    },
+                    Recorders {
+                        pcap: Some(pcap),
+                        stamp_log: None,
+                    },
                     stats,
                     Pacer::default(),
                     stop,
@@ -565,26 +645,28 @@ mod tests {
         let (_dir, writers) = pipe_writers();
         let stats = SharedStats::default();
         let stop = AtomicBool::new(false);
-        let mut input = Stalling {
-            overrun,
-            n: 4,
-            waits: 0,
-            ready: Vec::new(),
-            first_wait: None,
+        let mut io = Pair {
+            input: Stalling {
+                overrun,
+                n: 4,
+                waits: 0,
+                ready: Vec::new(),
+                first_wait: None,
+            },
+            output: writers,
         };
         let fwd = forwarding_loop(
             Stamps {
                 due: Instant::now() + Duration::from_millis(2),
                 pushed: Vec::new(),
             },
-            &mut input,
-            &writers,
-            None,
+            &mut io,
+            Recorders::default(),
             &stats,
             Pacer::default(),
             &stop,
         );
-        let (deadline, woke) = input.first_wait.expect("waited once");
+        let (deadline, woke) = io.input.first_wait.expect("waited once");
         (fwd.pushed, deadline, woke)
     }
 
@@ -637,9 +719,11 @@ mod tests {
         drop(tx);
         let _ = forwarding_loop(
             PassThrough::new(),
-            &mut ChannelInput::new(rx),
-            &writers,
-            None,
+            &mut Pair {
+                input: ChannelInput::new(rx),
+                output: writers,
+            },
+            Recorders::default(),
             &stats,
             Pacer::default(),
             &stop,

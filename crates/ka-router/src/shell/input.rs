@@ -1,5 +1,6 @@
-//! Where the forwarding thread gets its packets: both TUN devices, read by
-//! the forwarding thread itself.
+//! Where the forwarding thread gets its packets ([`Input`]: both TUN
+//! devices, read by the forwarding thread itself) and where it writes them
+//! ([`Output`]).
 //!
 //! *Why the forwarding thread reads.* The first shell read on tokio tasks
 //! and handed packets to the forwarding thread over a channel. On a small
@@ -12,7 +13,7 @@
 //! stamped with the time it was read.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -37,6 +38,50 @@ pub(crate) trait Input {
     fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)>;
     /// No packet will ever come again (test channels only).
     fn closed(&self) -> bool;
+}
+
+/// Where the forwarding thread writes packets.
+pub(crate) trait Output {
+    /// Writes one whole IP packet travelling in `dir` (any link layer is
+    /// the implementation's business); the bytes written.
+    fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize>;
+}
+
+/// TUN devices: forward packets go to the `out` device (`[0]`), reverse
+/// ones to the `in` device (`[1]`); one `write(2)` per packet.
+impl Output for [File; 2] {
+    fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
+        match self.get(dir.index()) {
+            Some(mut f) => f.write(packet),
+            None => Err(io::Error::other("no device for this direction")),
+        }
+    }
+}
+
+/// An [`Input`] and an [`Output`] that need not share anything.
+pub(crate) struct Pair<I, O> {
+    /// Where packets come from.
+    pub(crate) input: I,
+    /// Where they go.
+    pub(crate) output: O,
+}
+
+impl<I: Input, O> Input for Pair<I, O> {
+    fn wait(&mut self, deadline: Instant, spin: Duration) {
+        self.input.wait(deadline, spin);
+    }
+    fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {
+        self.input.next(stats)
+    }
+    fn closed(&self) -> bool {
+        self.input.closed()
+    }
+}
+
+impl<I, O: Output> Output for Pair<I, O> {
+    fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
+        self.output.write(dir, packet)
+    }
 }
 
 /// Both TUN devices, non-blocking: `in` carries forward packets, `out`

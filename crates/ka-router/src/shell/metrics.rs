@@ -127,6 +127,18 @@ impl Collector for RouterCollector {
         )?;
         counter(
             &mut enc,
+            "ka_router_leading_fragments_out",
+            "KA leading fragments written (offset 0, more fragments), stamped here or upstream",
+            &c(&|_, io| io.leading_out),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_link_frames_passed",
+            "Bridge mode: non-IP frames (ARP, LLDP, ...) passed untouched and unshaped",
+            &c(&|_, io| io.link_passed),
+        )?;
+        counter(
+            &mut enc,
             "ka_router_packets_in",
             "Packets read from the input device",
             &c(&|_, io| io.packets_in),

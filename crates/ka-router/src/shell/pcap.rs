@@ -107,7 +107,13 @@ impl PcapHandle {
     /// Record `packet` with the current wall-clock time, or count it as
     /// dropped if the capture thread is behind.
     pub fn record(&self, packet: Vec<u8>) {
-        match self.tx.try_send((wall_clock(), packet)) {
+        self.record_at(wall_clock(), packet);
+    }
+
+    /// Record `packet` with timestamp `ts` (since the Unix epoch), or count
+    /// it as dropped if the capture thread is behind.
+    pub fn record_at(&self, ts: Duration, packet: Vec<u8>) {
+        match self.tx.try_send((ts, packet)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);

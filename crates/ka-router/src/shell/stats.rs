@@ -118,6 +118,13 @@ pub struct IoCounters {
     /// the device is in another network namespace: see
     /// [`KernelDrops`](super::tun::KernelDrops)).
     pub input_overflow: AtomicU64,
+    /// KA leading fragments written (IPv4 offset 0 with MF, IPv6 Fragment
+    /// header offset 0 with M; see [`leading_fragment`](super::stamplog::leading_fragment)).
+    pub leading_out: AtomicU64,
+    /// Bridge mode: frames that were not IP (ARP, LLDP, …), read on this
+    /// direction's input interface and passed to the other untouched and
+    /// unshaped.
+    pub link_passed: AtomicU64,
 }
 
 /// A plain copy of [`IoCounters`].
@@ -137,6 +144,10 @@ pub struct IoStats {
     pub write_errors: u64,
     /// See [`IoCounters::input_overflow`].
     pub input_overflow: u64,
+    /// See [`IoCounters::leading_out`].
+    pub leading_out: u64,
+    /// See [`IoCounters::link_passed`].
+    pub link_passed: u64,
 }
 
 impl IoCounters {
@@ -155,6 +166,8 @@ impl IoCounters {
             read_errors: l(&self.read_errors),
             write_errors: l(&self.write_errors),
             input_overflow: l(&self.input_overflow),
+            leading_out: l(&self.leading_out),
+            link_passed: l(&self.link_passed),
         }
     }
 }
@@ -308,14 +321,16 @@ impl std::fmt::Display for DirectionSummary {
         let (io, c) = (&self.io, &self.core);
         write!(
             f,
-            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
-             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, indicators {}, mode changes {}, \
+            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
+             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, non-IP frames bridged {}, \
+             indicators {}, mode changes {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
             io.packets_out,
             io.bytes_out,
             c.fragments,
+            io.leading_out,
             c.drops(),
             c.drops_queue,
             c.drops_aqm,
@@ -328,6 +343,7 @@ impl std::fmt::Display for DirectionSummary {
             io.read_errors,
             io.write_errors,
             c.non_ip,
+            io.link_passed,
             c.indicators,
             c.mode_changes,
             if c.ka_mode { "KA" } else { "TCP" },

@@ -63,9 +63,21 @@ pub fn available_or_skip(test: &str) -> bool {
 /// The command that runs `role` in `side`'s namespace with
 /// `KA_ROLE_<KEY>=value` parameters.
 pub fn role_command(tb: &Testbed, side: Side, role: &str, params: &[(&str, String)]) -> Command {
-    let mut cmd = tb
-        .self_command(side, ROLE_TEST)
-        .expect("test executable path");
+    role_command_in(tb.ns(side), role, params)
+}
+
+/// The command that runs `role` in network namespace `ns` (any namespace,
+/// not only a [`Testbed`]'s) with `KA_ROLE_<KEY>=value` parameters.
+pub fn role_command_in(ns: &str, role: &str, params: &[(&str, String)]) -> Command {
+    let exe = std::env::current_exe().expect("test executable path");
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]).arg(exe).args([
+        ROLE_TEST,
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ]);
     cmd.env(ROLE_ENV, role);
     for (k, v) in params {
         cmd.env(format!("{PARAM_ENV}{}", k.to_uppercase()), v);

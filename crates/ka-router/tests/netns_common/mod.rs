@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 pub mod harness;
 pub use harness::{Payload, Proc, RoleResult, serial};
-use harness::{accept_one, drain, finish, hex, role_command, role_param, say};
+use harness::{accept_one, drain, finish, hex, role_command, role_command_in, role_param, say};
 
 /// A testbed, or `None` after printing why real-network tests are skipped.
 pub fn testbed_or_skip(test: &str) -> Option<Testbed> {
@@ -34,6 +34,16 @@ impl Proc {
         Proc::spawn_inheriting_stderr(
             &format!("{role} in {side:?}"),
             role_command(tb, side, role, params),
+        )
+    }
+}
+
+impl Proc {
+    /// Starts `role` in network namespace `ns`; see [`Proc::role`].
+    pub fn role_in(ns: &str, role: &str, params: &[(&str, String)]) -> Proc {
+        Proc::spawn_inheriting_stderr(
+            &format!("{role} in {ns}"),
+            role_command_in(ns, role, params),
         )
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use ka_codec::units::{parse_duration, parse_rate};
-use ka_router::shell::{Pacer, ShellConfig, TunOptions};
+use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
@@ -18,11 +18,16 @@ UNITS:
   or a bare number of bit/s. Byte rates (MB/s) are refused.
   Durations need a unit: 50ms, 250us, 1.5s (a bare 0 is fine).
 
-EXAMPLE:
+EXAMPLES:
   ka-router --in kt0 --out kt1 --rate 20mbit --delay 20ms --pcap ka.pcap --metrics 127.0.0.1:9100
+  ka-router --bridge eth1 eth2 --rate 20mbit --stamp-log stamps.csv
 
 The router attaches to the two TUN devices (creating them if absent), so it is the only wire
-between whatever sits behind them. Stop it with Ctrl-C or SIGTERM; it flushes the capture and
+between whatever sits behind them. With --bridge it attaches instead to two existing Ethernet
+interfaces and forwards between them as a transparent bump in the wire: IP frames go through
+the same ports (queue, shaper, KA stamping), everything else (ARP, LLDP, ...) passes untouched
+and unshaped. The interfaces need no addresses and the box no routes; turn GRO/LRO off on them
+(ethtool -K IF gro off lro off). Stop it with Ctrl-C or SIGTERM; it flushes the capture and
 prints its final counters. Logging: RUST_LOG=debug (default info).";
 
 /// Kick-Ass router: shapes two directions between TUN devices and signals the fair-share
@@ -32,13 +37,24 @@ prints its final counters. Logging: RUST_LOG=debug (default info).";
 pub struct Args {
     /// TUN device on the sender side: packets read here go out through --out at --rate.
     /// Attached to if it exists (made with `ip tuntap add NAME mode tun`), created otherwise.
-    #[arg(long = "in", value_name = "DEV")]
-    pub in_dev: String,
+    #[arg(
+        long = "in",
+        value_name = "DEV",
+        required_unless_present = "bridge",
+        requires = "out_dev"
+    )]
+    pub in_dev: Option<String>,
 
     /// TUN device on the receiver side: packets read here go back through --in at
     /// --reverse-rate.
-    #[arg(long = "out", value_name = "DEV")]
-    pub out_dev: String,
+    #[arg(long = "out", value_name = "DEV", requires = "in_dev")]
+    pub out_dev: Option<String>,
+
+    /// Bridge two existing Ethernet interfaces instead of TUN devices (AF_PACKET): frames read
+    /// on IF_A go out of IF_B at --rate, the other way at --reverse-rate. IPv4/IPv6 frames go
+    /// through the ports like in TUN mode; other frames pass untouched and unshaped.
+    #[arg(long, num_args = 2, value_names = ["IF_A", "IF_B"], conflicts_with_all = ["in_dev", "out_dev", "tun_queue", "mtu"])]
+    pub bridge: Option<Vec<String>>,
 
     /// Capacity C of the forward (in → out) direction, bit/s: e.g. 100mbit, 1gbit.
     #[arg(long, value_name = "RATE", value_parser = rate)]
@@ -101,6 +117,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
 
+    /// Log every KA leading fragment the router sends to this CSV file (time, direction,
+    /// addresses, identification, L, code, rate): the router's own record of the signals it
+    /// sent, e.g. to check `ka-trace` against.
+    #[arg(long, value_name = "FILE")]
+    pub stamp_log: Option<PathBuf>,
+
     /// Signal rates in IPv6 packets too (by inserting a Fragment header).
     #[arg(long, value_name = "on|off", value_enum, default_value = "on")]
     pub ipv6_signal: OnOff,
@@ -113,7 +135,7 @@ pub struct Args {
     #[command(flatten)]
     pub qdisc: QdiscArgs,
 
-    /// MTU set on both devices.
+    /// MTU set on both TUN devices (bridge mode leaves the interfaces' MTU alone).
     #[arg(long, value_name = "BYTES", default_value_t = 1500)]
     pub mtu: u16,
 
@@ -206,6 +228,9 @@ impl Args {
             };
             c.rcp.queue_target = self.queue_target;
             c.dither = self.dither == OnOff::On;
+            // A bridge is invisible at layer 3: no TTL / hop-limit decrement
+            // (IPv6 neighbour discovery also needs hop limit 255 to survive).
+            c.decrement_ttl = self.bridge.is_none();
             c.ipv6_signal = self.ipv6_signal == OnOff::On;
             c.signalling = match self.signalling {
                 SignallingArg::Ka => Signalling::Ka,
@@ -226,9 +251,28 @@ impl Args {
         ))
     }
 
+    /// The two devices: (in, out) TUN devices, or (IF_A, IF_B) in bridge mode.
+    pub fn devices(&self) -> (&str, &str) {
+        match (&self.bridge, &self.in_dev, &self.out_dev) {
+            (Some(b), _, _) => (
+                b.first().map_or("", String::as_str),
+                b.get(1).map_or("", String::as_str),
+            ),
+            (None, i, o) => (
+                i.as_deref().unwrap_or_default(),
+                o.as_deref().unwrap_or_default(),
+            ),
+        }
+    }
+
     /// The I/O shell's configuration.
     pub fn shell_config(&self) -> ShellConfig {
-        let mut s = ShellConfig::new(&self.in_dev, &self.out_dev);
+        let (a, b) = self.devices();
+        let mut s = ShellConfig::new(a, b);
+        if self.bridge.is_some() {
+            s.link = Link::Bridge;
+        }
+        s.stamp_log = self.stamp_log.clone();
         s.tun = TunOptions {
             mtu: self.mtu,
             up: true,
@@ -275,8 +319,9 @@ mod tests {
         assert_eq!(f.rcp.queue_target, Duration::from_millis(5));
         assert!(f.dither);
         assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
-        assert!(a.realtime.is_none());
+        assert!(a.realtime.is_none() && a.stamp_log.is_none());
         let s = a.shell_config();
+        assert_eq!(s.link, Link::Tun);
         assert_eq!(
             (s.in_dev.as_str(), s.out_dev.as_str(), s.tun.mtu),
             ("kt0", "kt1", 1500)
@@ -434,6 +479,46 @@ mod tests {
             let mut v = vec!["--in", "a", "--out", "b", "--rate", "1mbit"];
             v.extend_from_slice(bad);
             assert!(parse(&v).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn bridge_mode() {
+        let a = parse(&[
+            "--bridge",
+            "eth1",
+            "eth2",
+            "--rate",
+            "20mbit",
+            "--stamp-log",
+            "s.csv",
+        ])
+        .unwrap();
+        let s = a.shell_config();
+        assert_eq!(s.link, Link::Bridge);
+        let (f, r) = a.port_configs().unwrap();
+        assert!(
+            !f.decrement_ttl && !r.decrement_ttl,
+            "a bridge keeps the TTL"
+        );
+        let (f, _) = parse(&["--in", "a", "--out", "b", "--rate", "1mbit"])
+            .unwrap()
+            .port_configs()
+            .unwrap();
+        assert!(f.decrement_ttl, "a router decrements it");
+        assert_eq!((s.in_dev.as_str(), s.out_dev.as_str()), ("eth1", "eth2"));
+        assert_eq!(s.stamp_log, Some(PathBuf::from("s.csv")));
+        // Exactly two interfaces, and not together with TUN devices.
+        for bad in [
+            &["--bridge", "eth1", "--rate", "1mbit"][..],
+            &[
+                "--bridge", "a", "b", "--in", "x", "--out", "y", "--rate", "1mbit",
+            ],
+            &["--bridge", "a", "b", "--tun-queue", "10", "--rate", "1mbit"],
+            &["--in", "x", "--rate", "1mbit"],
+            &["--rate", "1mbit"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
     }
 

@@ -1,4 +1,5 @@
-//! `ka-router`: a Kick-Ass router between two TUN devices.
+//! `ka-router`: a Kick-Ass router between two TUN devices, or between two
+//! Ethernet interfaces (`--bridge`).
 //!
 //! Packets read from `--in` are shaped at `--rate` and written to `--out`;
 //! packets read from `--out` are shaped at `--reverse-rate` and written to
@@ -48,15 +49,16 @@ fn main() -> anyhow::Result<()> {
             shell::run(shell_cfg, make, shutdown_signal()).await
         }
     })?;
-    println!(
-        "forward ({} -> {}): {}",
-        args.in_dev, args.out_dev, summary.forward
-    );
-    println!(
-        "reverse ({} -> {}): {}",
-        args.out_dev, args.in_dev, summary.reverse
-    );
+    let (a, b) = args.devices();
+    println!("forward ({a} -> {b}): {}", summary.forward);
+    println!("reverse ({b} -> {a}): {}", summary.reverse);
     println!("pacing: {}", summary.lateness);
+    if summary.stamp_log_dropped > 0 {
+        println!(
+            "stamp log: {} lines dropped (log thread fell behind)",
+            summary.stamp_log_dropped
+        );
+    }
     if summary.pcap_dropped > 0 {
         println!(
             "pcap: {} records dropped (capture thread fell behind)",
