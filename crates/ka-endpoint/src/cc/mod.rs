@@ -18,6 +18,17 @@
 //!   at `ssthresh` during recovery, as RFC 6582 prescribes after deflation.
 //! * The KA mode machine takes the window over while in KA mode and hands it
 //!   back with [`Controller::set_window`].
+//!
+//! Per-packet reports (for rate-based controllers; the window controllers
+//! ignore them through the default methods): the
+//! connection calls [`Controller::on_packet_sent`] for every data segment
+//! it transmits (new data and retransmissions), and, for every segment
+//! transmission whose fate becomes known, either
+//! [`Controller::on_packet_acked`] (first cumulative ACK or SACK that covers
+//! it) or [`Controller::on_packet_lost`] (each time the scoreboard marks it
+//! lost, not once per loss episode). Both name the transmission by its send
+//! time. A controller that says [`Controller::rate_based`] is paced at its
+//! [`Controller::pacing_rate`] whatever `TcpConfig::tcp_pacing` says.
 
 mod cubic;
 mod newreno;
@@ -28,7 +39,7 @@ pub use newreno::{NewReno, NewRenoConfig};
 
 use crate::rtt::RttEstimator;
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A TCP-mode congestion controller. All sizes are bytes.
 pub trait Controller: Send + fmt::Debug {
@@ -97,6 +108,59 @@ pub trait Controller: Send + fmt::Debug {
 
     /// A short name for logs and statistics ("newreno", "cubic").
     fn name(&self) -> &'static str;
+
+    /// A data segment (new data or a retransmission) left at `now`:
+    /// `bytes` of sequence space (payload plus FIN), `wire_bytes` with the
+    /// TCP and IP headers (what the pacer charges). Called before the pacer
+    /// schedules the next departure, so a rate changed here applies to it.
+    /// Default: ignored.
+    fn on_packet_sent(
+        &mut self,
+        now: Instant,
+        bytes: usize,
+        wire_bytes: usize,
+        rtt: &RttEstimator,
+    ) {
+        let _ = (now, bytes, wire_bytes, rtt);
+    }
+
+    /// The transmission sent at `sent` (`bytes` of sequence space) was
+    /// delivered: the first ACK or SACK covering it arrived at `now`.
+    /// `rtt_sample` is `now − sent` for a segment never retransmitted
+    /// (Karn), else `None`. Called per segment, before
+    /// [`Controller::on_ack`] for the same ACK. Default: ignored.
+    fn on_packet_acked(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: usize,
+        rtt_sample: Option<Duration>,
+    ) {
+        let _ = (now, sent, bytes, rtt_sample);
+    }
+
+    /// The transmission sent at `sent` (`bytes` of sequence space) was
+    /// deemed lost at `now` (SACK rule, partial ACK, fast retransmit or
+    /// RTO): once per segment and transmission, unlike
+    /// [`Controller::on_congestion_event`]. Default: ignored.
+    fn on_packet_lost(&mut self, now: Instant, sent: Instant, bytes: usize) {
+        let _ = (now, sent, bytes);
+    }
+
+    /// Whether the controller is rate-based: the connection then paces at
+    /// [`Controller::pacing_rate`] in TCP mode even when
+    /// `TcpConfig::tcp_pacing` is off, and the window is only a safety
+    /// bound. Default: false.
+    fn rate_based(&self) -> bool {
+        false
+    }
+
+    /// Seeds the controller's randomness (the connection derives the seed
+    /// from its keyed-hash ISN and timestamp offset, so runs are
+    /// reproducible). Default: ignored.
+    fn set_seed(&mut self, seed: u64) {
+        let _ = seed;
+    }
 }
 
 /// Which TCP-mode algorithm a connection uses.

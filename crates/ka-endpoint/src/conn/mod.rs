@@ -234,7 +234,7 @@ impl Connection {
                 cfg.max_rto,
                 cfg.clock_granularity,
             ),
-            cc: build_controller(&cfg, snd_mss, now),
+            cc: build_controller(&cfg, snd_mss, now, cc_seed(init.iss, init.ts_offset)),
             recovery: None,
             recover_guard: 0,
             dupacks: 0,
@@ -657,7 +657,8 @@ impl Connection {
                 .unwrap_or(if self.remote.is_ipv6() { 1220 } else { 536 });
         self.snd_mss = self.our_mss.min(peer_mss).max(64);
         self.cc.set_mss(self.snd_mss);
-        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now);
+        let seed = cc_seed(self.iss, self.ts_offset);
+        self.cc = build_controller(&self.cfg, self.snd_mss, self.last_now, seed);
         self.peer_ws = o.window_scale;
         match (self.cfg.window_scale, o.window_scale) {
             (true, Some(ws)) => self.snd_shift = ws.min(14),
@@ -691,19 +692,28 @@ impl Connection {
 }
 
 /// A fresh TCP-mode controller: the configured algorithm with the initial
-/// window (RFC 6928 when configured as 10 segments, else that many MSS)
-/// and, if configured, the initial slow-start threshold.
-fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant) -> Box<dyn Controller> {
+/// window (RFC 6928 when configured as 10 segments, else that many MSS),
+/// its randomness seeded with `seed` and, if configured, the initial
+/// slow-start threshold.
+fn build_controller(cfg: &TcpConfig, mss: usize, now: Instant, seed: u64) -> Box<dyn Controller> {
     let iw = if cfg.initial_window_segments == 10 {
         rfc6928_initial_window(mss)
     } else {
         cfg.initial_window_segments.max(1) * mss
     };
     let mut cc = cfg.cc.build_with(mss, iw, cfg.byte_counting);
+    cc.set_seed(seed);
     if let Some(ssthresh) = cfg.initial_ssthresh {
         cc.set_window(now, iw, ssthresh);
     }
     cc
+}
+
+/// The controller's seed: the ISN and the timestamp offset, both keyed
+/// hashes of the 4-tuple under the stack's secret (RFC 6528 / RFC 7323
+/// §5.4), so connections differ and runs repeat.
+fn cc_seed(iss: u32, ts_offset: u32) -> u64 {
+    (u64::from(ts_offset) << 32) | u64::from(iss)
 }
 
 /// Whether an active open with `cfg` offers the native-RCP carrier (IPv4
