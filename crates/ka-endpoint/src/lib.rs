@@ -14,7 +14,7 @@
 //!   for its connection *before* reassembling (the KA signal).
 //! * [`Connection`] — one TCP connection as a state machine (handshake with
 //!   MSS / window scale / SACK / timestamps / KA-Permitted, RFC 6298 RTO,
-//!   NewReno or CUBIC, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
+//!   NewReno, CUBIC or PCC Vivace, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
 //!   RFC 5961) plus the KA receiver echo and the sender's KA/TCP mode
 //!   machine ([`Mode`], [`ModeChange`]).
 //! * [`cc`] — the TCP-mode congestion controllers behind [`Controller`];
@@ -92,8 +92,8 @@
 //! * **Indicators** go out when due even between pacing slots (still
 //!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
 //! * **Pacing**: a next-departure-time pacer; in KA mode at R with 3 ms of
-//!   burst credit, in TCP mode (if enabled) at the controller's rate with
-//!   1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
+//!   burst credit, in TCP mode (if enabled, and always for the rate-based
+//!   PCC) at the controller's rate with 1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
 //!   of missed sending time: with 1 ms, wake-ups 2–5 ms late on a busy
 //!   2-core host cost a paced flow 4–5 % of R; with 5 ms the catch-up
 //!   bursts built queues that the router's RCP answered by lowering R.
@@ -132,7 +132,7 @@ pub mod isn;
 pub mod rtt;
 pub mod stack;
 
-pub use cc::{CcAlgorithm, Controller, Cubic, NewReno};
+pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig};
 pub use config::{KaConfig, ReassemblyConfig, StackConfig, TcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,

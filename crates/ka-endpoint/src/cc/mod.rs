@@ -2,10 +2,11 @@
 //!
 //! [`Controller`] is shaped like quinn-proto's controller: the connection
 //! reports acknowledged bytes and congestion events, and asks for the
-//! congestion window and (optionally) a pacing rate. Two algorithms are
+//! congestion window and (optionally) a pacing rate. Three algorithms are
 //! provided: [`NewReno`] (RFC 5681 / RFC 6582 window arithmetic with byte
-//! counting) and [`Cubic`] (RFC 9438 including the Reno-friendly region and
-//! fast convergence).
+//! counting), [`Cubic`] (RFC 9438 including the Reno-friendly region and
+//! fast convergence) and [`Pcc`] (PCC Vivace, a rate-based controller; see
+//! its module docs).
 //!
 //! Division of labour with the connection:
 //!
@@ -19,8 +20,8 @@
 //! * The KA mode machine takes the window over while in KA mode and hands it
 //!   back with [`Controller::set_window`].
 //!
-//! Per-packet reports (for rate-based controllers; the window controllers
-//! ignore them through the default methods): the
+//! Per-packet reports (for rate-based controllers such as [`Pcc`]; the
+//! window controllers ignore them through the default methods): the
 //! connection calls [`Controller::on_packet_sent`] for every data segment
 //! it transmits (new data and retransmissions), and, for every segment
 //! transmission whose fate becomes known, either
@@ -32,10 +33,12 @@
 
 mod cubic;
 mod newreno;
+mod pcc;
 mod window;
 
 pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};
+pub use pcc::{Pcc, PccConfig, PccPhase, VivaceUtility};
 
 use crate::rtt::RttEstimator;
 use std::fmt;
@@ -106,7 +109,7 @@ pub trait Controller: Send + fmt::Debug {
     /// A boxed copy (controllers are configured by prototype).
     fn clone_box(&self) -> Box<dyn Controller>;
 
-    /// A short name for logs and statistics ("newreno", "cubic").
+    /// A short name for logs and statistics ("newreno", "cubic", "pcc").
     fn name(&self) -> &'static str;
 
     /// A data segment (new data or a retransmission) left at `now`:
@@ -171,6 +174,8 @@ pub enum CcAlgorithm {
     NewReno,
     /// RFC 9438 CUBIC.
     Cubic,
+    /// PCC Vivace (rate-based; see [`Pcc`]).
+    Pcc,
 }
 
 impl CcAlgorithm {
@@ -182,7 +187,7 @@ impl CcAlgorithm {
 
     /// [`CcAlgorithm::build`] with NewReno's counting rule chosen
     /// (`byte_counting: false` = per-ACK counting, see [`NewReno`]; CUBIC
-    /// ignores it).
+    /// and PCC ignore it).
     pub fn build_with(
         self,
         mss: usize,
@@ -199,6 +204,11 @@ impl CcAlgorithm {
                 mss,
                 initial_window,
                 ..CubicConfig::default()
+            })),
+            CcAlgorithm::Pcc => Box::new(Pcc::new(PccConfig {
+                mss,
+                initial_window,
+                ..PccConfig::default()
             })),
         }
     }

@@ -78,7 +78,8 @@ pub struct Common {
     #[arg(long)]
     pub no_ka: bool,
 
-    /// TCP-mode congestion control.
+    /// TCP-mode congestion control. `pcc` is rate-based and always paced; with --no-ka it is
+    /// the paper's PCC baseline.
     #[arg(long, value_enum, default_value = "newreno")]
     pub cc: CcArg,
 
@@ -204,6 +205,9 @@ pub enum CcArg {
     Newreno,
     /// RFC 9438 CUBIC.
     Cubic,
+    /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized rate trials and a
+    /// latency-aware utility.
+    Pcc,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -223,6 +227,7 @@ impl Common {
         stack.tcp.cc = match self.cc {
             CcArg::Newreno => CcAlgorithm::NewReno,
             CcArg::Cubic => CcAlgorithm::Cubic,
+            CcArg::Pcc => CcAlgorithm::Pcc,
         };
         DriverConfig {
             stack,
@@ -306,6 +311,31 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn cc_pcc_selects_the_rate_based_controller() {
+        let cli = Cli::try_parse_from([
+            "ka-endpoint",
+            "recv",
+            "--addr",
+            "10.0.0.1/24",
+            "--listen",
+            "5001",
+            "--no-ka",
+            "--cc",
+            "pcc",
+        ])
+        .unwrap();
+        let Cmd::Recv(r) = cli.cmd else {
+            panic!("not recv")
+        };
+        let cfg = r.common.driver_config();
+        assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Pcc);
+        assert!(!cfg.stack.tcp.ka.enabled);
+        let cc = cfg.stack.tcp.cc.build(1448, 14_480);
+        assert_eq!(cc.name(), "pcc");
+        assert!(cc.rate_based());
     }
 
     #[test]
