@@ -115,7 +115,7 @@ pub struct Summary {
     pub flows: usize,
     /// Flows completed.
     pub flows_completed: usize,
-    /// Flow statistics by kind (`ka`, `rcp`, `tcp-newreno`, `tcp-cubic`).
+    /// Flow statistics by kind (`ka`, `rcp`, `tcp-newreno`, `tcp-cubic`, `pcc`).
     pub by_kind: BTreeMap<String, KindSummary>,
     /// Flow statistics by group name.
     pub by_group: BTreeMap<String, KindSummary>,
