@@ -97,6 +97,11 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.enabled = false;
             t.cc = CcAlgorithm::Cubic;
         }
+        FlowKind::Pcc => {
+            // rate-based: the connection paces at PCC's rate by itself
+            t.ka.enabled = false;
+            t.cc = CcAlgorithm::Pcc;
+        }
         FlowKind::Rcp => {
             // The native-RCP carrier: the KA mode machine on IPv4 RCP
             // options (DESIGN §3.4); NewReno if it ever falls back.

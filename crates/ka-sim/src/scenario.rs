@@ -15,7 +15,7 @@
 //!
 //! [[group]]
 //! name = "ka"
-//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate
+//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | pcc
 //! count = 32
 //! [group.workload]
 //! type = "on-off"            # long-lived | on-off | poisson
@@ -408,6 +408,10 @@ pub enum FlowKind {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2).
     #[serde(rename = "xcp-rate")]
     XcpRate,
+    /// Plain TCP (no KA) with the rate-based PCC Vivace controller
+    /// (the paper's testbed baseline, §IV-A).
+    #[serde(rename = "pcc")]
+    Pcc,
 }
 
 impl FlowKind {
@@ -420,6 +424,7 @@ impl FlowKind {
             FlowKind::TcpCubic => "tcp-cubic",
             FlowKind::Xcp => "xcp",
             FlowKind::XcpRate => "xcp-rate",
+            FlowKind::Pcc => "pcc",
         }
     }
 }
@@ -827,6 +832,11 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
             .replace("port = \"ka\"\n", "");
         let s = Scenario::from_toml(&t).unwrap();
         assert_eq!(s.groups[0].kind, FlowKind::TcpNewReno);
+        let pcc =
+            Scenario::from_toml(&FIG3.replace("kind = \"ka\"\ncount", "kind = \"pcc\"\ncount"))
+                .unwrap();
+        assert_eq!(pcc.groups[0].kind, FlowKind::Pcc);
+        assert_eq!(FlowKind::Pcc.label(), "pcc");
         let hops = s.topology.hops();
         assert_eq!(hops.len(), 2);
         assert_eq!((hops[0].name.as_str(), hops[0].delay_ms), ("ka", 5.0));

@@ -360,7 +360,7 @@ impl Connection {
     pub(super) fn pacing_rate(&self) -> Option<f64> {
         match self.ka.mode {
             Mode::Ka => self.ka_effective_rate().map(|r| r * 1000.0),
-            Mode::Tcp if self.cfg.tcp_pacing || self.cc.requires_pacing() => {
+            Mode::Tcp if self.cfg.tcp_pacing || self.cc.rate_based() => {
                 self.cc.pacing_rate(&self.rtt)
             }
             Mode::Tcp => None,
