@@ -157,6 +157,7 @@ pub mod conn;
 pub mod isn;
 pub mod rtt;
 pub mod stack;
+pub mod udp;
 
 pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp, XcpVariant};
 pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};
