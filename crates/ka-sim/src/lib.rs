@@ -23,6 +23,7 @@
 
 pub mod addr;
 pub mod claims;
+pub mod dcc;
 pub mod engine;
 pub mod host;
 pub mod metrics;
@@ -37,6 +38,7 @@ pub mod router;
 pub mod scenario;
 pub mod sim;
 pub mod sweep;
+pub mod udp;
 pub mod world;
 
 #[cfg(test)]
