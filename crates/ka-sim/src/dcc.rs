@@ -268,7 +268,11 @@ pub enum AggregateSpec {
         /// Rate at start, Mbit/s. Default: half of `middle_mbps`.
         #[serde(default)]
         initial_mbps: Option<f64>,
-        /// Upper bound, Mbit/s. Default: `middle_mbps`.
+        /// Upper bound, Mbit/s. Default: `local_mbps` (no bound below the
+        /// hosts' links: an aggregate capped at the middle segment's rate
+        /// and paced at exactly that rate keeps the segment's queue full
+        /// without ever losing a packet itself, so it would never back off
+        /// and TCP cross traffic would starve).
         #[serde(default)]
         max_mbps: Option<f64>,
     },
@@ -623,7 +627,7 @@ pub fn install<H: Node<Shared = World>>(
         let cfg = MulTcpConfig::new(
             weight,
             d.initial_bps(agg),
-            mbps(max_mbps.unwrap_or(d.middle_mbps)),
+            mbps(max_mbps.unwrap_or(d.local_mbps)),
             Duration::from_nanos(base_rtt),
         );
         let reports = Arc::new(Mutex::new(FeedbackQueue::default()));
