@@ -15,8 +15,10 @@
 //!   provider may have an amount of bandwidth between two sites that is
 //!   assured through a service level agreement").
 //! * [`MulTcp`]: an adaptive aggregate that behaves like N TCP flows —
-//!   MulTCP (Crowcroft & Oechslin 1998, the seed's ref. [4]), in the rate
-//!   form PA-MulTCP (Kuo & Fu 2008, the seed's ref. [5]) uses. We chose it
+//!   MulTCP (Crowcroft & Oechslin 1998, the seed's ref. 4; PA-MulTCP, Kuo
+//!   & Fu 2008, is the seed's ref. 5): N flows' window rules, sent at
+//!   `W/RTT` because a middlebox shapes its aggregate instead of clocking
+//!   packets out on ACKs. We chose it
 //!   because the seed names it as the aggregation method to use "if
 //!   fairness is important", and its target is checkable: against M TCP
 //!   flows on the same bottleneck it should get N/(N+M).
@@ -47,7 +49,7 @@
 //! **Tolerance.** Against M long-lived TCP NewReno flows on a RED
 //! bottleneck the aggregate's share is N/(N+M) within ±30 % (ka-sim's
 //! `tests/dcc.rs`: 0.54 for N = M = 2; 0.63 for N = M = 1, 0.49 for N = M
-//! = 4). The rate-form aggregate is paced, TCP is bursty: on a drop-tail
+//! = 4). The aggregate is paced, TCP is bursty: on a drop-tail
 //! bottleneck the paced aggregate dodges drops (the traffic phase effects
 //! of Floyd & Jacobson 1991) and took 75–93 % there, whatever N.
 

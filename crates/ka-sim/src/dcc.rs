@@ -58,8 +58,12 @@
 //! middlebox's controller `queueing delay + 2·middle_delay` later — when
 //! the far middlebox would have seen the packet (or the gap it left in a
 //! sequence number space) and its report would be back. The controller
-//! runs every millisecond ([`MIDDLEBOX_TICK`]). With drop-tail in the
-//! middle, a queued packet is a delivered packet.
+//! runs every millisecond ([`MIDDLEBOX_TICK`]). A queued packet counts as
+//! delivered (true for drop-tail and RED, which drop only on arrival). Use
+//! RED in the middle segment (`middle_queue = { kind = "red", … }`) when
+//! MulTCP competes with TCP cross traffic: on drop-tail the paced
+//! aggregate dodges the drops bursty TCP takes and gets far more than N
+//! flows' share (see `ka_router::aggregate`, "Tolerance").
 //!
 //! ## Local segments (LCCP)
 //!
