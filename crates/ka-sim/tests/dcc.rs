@@ -277,9 +277,13 @@ fn dcc_scenarios_are_checked() {
     assert!(err(base("aggregate = { kind = \"multcp\", weight = 0.5 }", "")).contains("weight"));
     assert!(base("aggregate = { kind = \"sla\", rate = 1.0 }", "").is_err());
     let xcp = base("local = \"xcp\"", "");
+    let fig2_xcp = Scenario::from_toml(ka_sim::paper::dcc::XCP_TOML);
     match ka_sim::dcc::xcp_port_kind() {
-        Some(_) => assert!(xcp.is_ok()),
-        None => assert!(err(xcp).contains("`xcp` port kind")),
+        Some(_) => assert!(xcp.is_ok() && fig2_xcp.is_ok()),
+        None => {
+            assert!(err(xcp).contains("`xcp` port kind"));
+            assert!(err(fig2_xcp).contains("`xcp` port kind"));
+        }
     }
     // UDP kinds need a rate and a long-lived workload; others take none.
     let udp = |extra: &str| {
