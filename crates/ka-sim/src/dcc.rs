@@ -500,6 +500,31 @@ pub const LCCP_BETA: f64 = 0.226;
 /// initial window (RFC 6928: 10) plus two.
 pub const LCCP_BURST_PKTS: usize = 12;
 
+/// Checks an `arrivals` workload (the seed's: a fixed number of flows of
+/// one size on one Poisson process): flows and size > 0, times ≥ 0.
+pub fn check_arrivals(g: &Group) -> Result<(), String> {
+    let crate::scenario::Workload::Arrivals {
+        flows,
+        gap_mean_s,
+        size_bytes,
+        start_s,
+    } = g.workload
+    else {
+        return Ok(());
+    };
+    if flows == 0 || size_bytes == 0 {
+        return Err(format!(
+            "group {}: flows and size_bytes must be > 0",
+            g.name
+        ));
+    }
+    let fine = |v: f64| v.is_finite() && v >= 0.0;
+    if !(fine(gap_mean_s) && fine(start_s)) {
+        return Err(format!("group {}: bad arrival times", g.name));
+    }
+    Ok(())
+}
+
 /// The KA scale every endpoint of `scenario` decodes with.
 pub fn ka_scale(scenario: &Scenario) -> Scale {
     match &scenario.topology {

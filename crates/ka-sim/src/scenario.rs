@@ -676,40 +676,10 @@ impl Scenario {
             {
                 return bad(format!("group {}: bad rtt range", g.name));
             }
-            match (g.kind.is_udp(), g.cbr_mbps) {
-                (true, Some(r)) if r.is_finite() && r > 0.0 => {}
-                (true, _) => return bad(format!("group {}: UDP kinds need cbr_mbps > 0", g.name)),
-                (false, Some(_)) => {
-                    return bad(format!("group {}: cbr_mbps is for UDP kinds", g.name));
-                }
-                (false, None) => {}
-            }
-            if g.kind.is_udp() && !matches!(g.workload, Workload::LongLived { .. }) {
-                return bad(format!(
-                    "group {}: UDP kinds need a long-lived workload",
-                    g.name
-                ));
-            }
+            crate::udp::check_group(g).map_err(ScenarioError::Invalid)?;
             let sizes = match &g.workload {
-                Workload::Arrivals {
-                    flows,
-                    gap_mean_s,
-                    size_bytes,
-                    start_s,
-                } => {
-                    if *flows == 0 || *size_bytes == 0 {
-                        return bad(format!(
-                            "group {}: flows and size_bytes must be > 0",
-                            g.name
-                        ));
-                    }
-                    if !(gap_mean_s.is_finite()
-                        && *gap_mean_s >= 0.0
-                        && start_s.is_finite()
-                        && *start_s >= 0.0)
-                    {
-                        return bad(format!("group {}: bad arrival times", g.name));
-                    }
+                Workload::Arrivals { .. } => {
+                    crate::dcc::check_arrivals(g).map_err(ScenarioError::Invalid)?;
                     None
                 }
                 Workload::OnOff { off_mean_s, sizes } => {

@@ -17,8 +17,26 @@ use ka_endpoint::udp::{CbrConfig, CbrSink, CbrSource, SinkConfig};
 use crate::engine::{Clock, Ctx, SimTime, secs};
 use crate::host::RECEIVER_PORT;
 use crate::net::{HostRole, HostSpec};
-use crate::scenario::{FlowKind, Workload};
+use crate::scenario::{FlowKind, Group, Workload};
 use crate::world::{FlowId, FlowKey, NewFlow, World};
+
+/// Checks a group's UDP settings: UDP kinds need `cbr_mbps > 0` and a
+/// long-lived workload; other kinds take no `cbr_mbps`.
+pub fn check_group(g: &Group) -> Result<(), String> {
+    match (g.kind.is_udp(), g.cbr_mbps) {
+        (true, Some(r)) if r.is_finite() && r > 0.0 => {}
+        (true, _) => return Err(format!("group {}: UDP kinds need cbr_mbps > 0", g.name)),
+        (false, Some(_)) => return Err(format!("group {}: cbr_mbps is for UDP kinds", g.name)),
+        (false, None) => {}
+    }
+    if g.kind.is_udp() && !matches!(g.workload, Workload::LongLived { .. }) {
+        return Err(format!(
+            "group {}: UDP kinds need a long-lived workload",
+            g.name
+        ));
+    }
+    Ok(())
+}
 
 /// The port UDP sources send from.
 pub const UDP_SOURCE_PORT: u16 = 4000;
