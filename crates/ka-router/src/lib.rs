@@ -140,6 +140,16 @@
 //! uncollected). FQ-CoDel's flow table is allocated once (about 100 bytes
 //! per flow queue, at most [`qdisc::MAX_FLOWS`] of them) and it also caps
 //! the buffer bytes it holds (`memory_limit`); see [`qdisc::FqCodel`].
+//! A middlebox's pending segment reports are capped at
+//! [`aggregate::MAX_PENDING_FEEDBACK`].
+//!
+//! ## Middleboxes (DESIGN §8.7)
+//!
+//! A DCC middlebox is a port whose capacity is the current rate of a
+//! traffic aggregate ([`Port::set_capacity`]) plus an
+//! [`aggregate::AggregateController`] (a fixed SLA rate or MulTCP) that
+//! sets that rate; the port's signalling stage then tells each local host
+//! its per-flow share (LCCP). See [`aggregate`].
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -151,6 +161,7 @@
     )
 )]
 
+pub mod aggregate;
 mod classify;
 pub mod config;
 pub mod controller;

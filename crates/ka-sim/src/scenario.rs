@@ -8,7 +8,7 @@
 //! duration_s = 60.0
 //!
 //! [topology]
-//! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line
+//! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line | dcc
 //! capacity_mbps = 150.0
 //! rtt_ms = 100.0
 //! port = "ka"                # ka | rcp | droptail
@@ -16,9 +16,10 @@
 //! [[group]]
 //! name = "ka"
 //! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | pcc
+//!                            # | udp-lccp | udp-cbr (with cbr_mbps)
 //! count = 32
 //! [group.workload]
-//! type = "on-off"            # long-lived | on-off | poisson
+//! type = "on-off"            # long-lived | on-off | poisson | arrivals
 //! off_mean_s = 0.5
 //! sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
 //! ```
@@ -124,6 +125,9 @@ pub enum Topology {
     ParkingLot(ParkingLot),
     /// Any list of hops.
     Line(Line),
+    /// Two middleboxes and the congestion-control segments between them
+    /// (DESIGN §8.7; see [`crate::dcc`]).
+    Dcc(crate::dcc::DccTopology),
 }
 
 /// Parameters of [`Topology::Dumbbell`].
@@ -412,6 +416,14 @@ pub enum FlowKind {
     /// (the paper's testbed baseline, §IV-A).
     #[serde(rename = "pcc")]
     Pcc,
+    /// A constant-bit-rate UDP source whose rate LCCP controls
+    /// (`ka_endpoint::udp`; the group's `cbr_mbps` is its application
+    /// rate).
+    #[serde(rename = "udp-lccp")]
+    UdpLccp,
+    /// A plain constant-bit-rate UDP source (DF set, ignores feedback).
+    #[serde(rename = "udp-cbr")]
+    UdpCbr,
 }
 
 impl FlowKind {
@@ -425,7 +437,14 @@ impl FlowKind {
             FlowKind::Xcp => "xcp",
             FlowKind::XcpRate => "xcp-rate",
             FlowKind::Pcc => "pcc",
+            FlowKind::UdpLccp => "udp-lccp",
+            FlowKind::UdpCbr => "udp-cbr",
         }
+    }
+
+    /// Whether the kind is a UDP source (not a TCP connection).
+    pub fn is_udp(self) -> bool {
+        matches!(self, FlowKind::UdpLccp | FlowKind::UdpCbr)
     }
 }
 
@@ -458,6 +477,10 @@ pub struct Group {
     pub initial_window: Option<usize>,
     /// What each sender does.
     pub workload: Workload,
+    /// Application rate of UDP kinds, Mbit/s (IP bytes); required for them,
+    /// rejected for the others.
+    #[serde(default)]
+    pub cbr_mbps: Option<f64>,
     /// Track the flows of the first `track` hosts in `series.csv`
     /// (throughput and endpoint mode). Default 0.
     #[serde(default)]
@@ -521,6 +544,21 @@ pub enum Workload {
         off_mean_s: f64,
         /// Flow sizes, packets.
         sizes: ParetoSizes,
+    },
+    /// `flows` flows of `size_bytes` each whose starts are one Poisson
+    /// process of the whole group (exponential gaps of mean `gap_mean_s`,
+    /// the first gap after `start_s`); flow i is sent by host i mod count
+    /// (the DCC seed's workload: 100 flows of 100 KB, mean gap 1 s).
+    Arrivals {
+        /// Number of flows.
+        flows: u32,
+        /// Mean gap between starts, s.
+        gap_mean_s: f64,
+        /// Size of every flow, bytes of application data.
+        size_bytes: u64,
+        /// Start of the process, s. Default 0.
+        #[serde(default)]
+        start_s: f64,
     },
     /// Flows arrive as a Poisson process so that the group offers `load`
     /// (fraction of the path's bottleneck) in total; each host runs a
@@ -614,6 +652,9 @@ impl Scenario {
                     .map_err(ScenarioError::Invalid)?;
             }
         }
+        if let Topology::Dcc(d) = &self.topology {
+            d.validate(&self.groups)?;
+        }
         let acc = self.topology.access();
         if !(acc.rate_mbps.is_finite() && acc.rate_mbps > 0.0 && acc.delay_ms >= 0.0) {
             return bad("access: rate must be > 0 and delay >= 0".into());
@@ -635,7 +676,12 @@ impl Scenario {
             {
                 return bad(format!("group {}: bad rtt range", g.name));
             }
+            crate::udp::check_group(g).map_err(ScenarioError::Invalid)?;
             let sizes = match &g.workload {
+                Workload::Arrivals { .. } => {
+                    crate::dcc::check_arrivals(g).map_err(ScenarioError::Invalid)?;
+                    None
+                }
                 Workload::OnOff { off_mean_s, sizes } => {
                     if !(off_mean_s.is_finite() && *off_mean_s >= 0.0) {
                         return bad(format!("group {}: off_mean_s must be >= 0", g.name));
@@ -743,6 +789,7 @@ impl Topology {
                     .collect()
             }
             Topology::Line(l) => l.hops.clone(),
+            Topology::Dcc(d) => d.hops(),
         }
     }
 
@@ -753,6 +800,7 @@ impl Topology {
             Topology::KaLegacy(k) => k.access,
             Topology::ParkingLot(p) => p.access,
             Topology::Line(l) => l.access,
+            Topology::Dcc(d) => d.access(),
         }
     }
 }

@@ -365,6 +365,29 @@ impl Signaller for RateSignal {
         self.egress(packet, counters)
     }
 
+    /// C, the ceiling and the queue target follow the new capacity; R
+    /// (and the R remembered for TCP mode) are scaled by new/old C, so the
+    /// share each flow is told changes with the capacity at once. The
+    /// controller clamps R to its bounds at the next interval.
+    fn set_capacity(&mut self, _t: Nanos, capacity: f64) {
+        if !(capacity.is_finite() && capacity > 0.0) {
+            return;
+        }
+        let old = self.capacity;
+        self.capacity = capacity;
+        self.max_rate = match (&self.table, self.carrier) {
+            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            _ => capacity,
+        };
+        self.queue_target_bytes =
+            (self.config.rcp.queue_target.as_secs_f64() * 1e3 * capacity) as usize;
+        if old > 0.0 {
+            let f = capacity / old;
+            self.controller.restore(self.controller.rate() * f);
+            self.calm_rate *= f;
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.controller.rate()
     }

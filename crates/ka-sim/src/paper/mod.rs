@@ -13,14 +13,18 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
+//! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
+pub mod dcc;
 mod figures;
 
 pub use aqm::Aqm;
+pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
 
 use std::path::Path;
@@ -76,6 +80,8 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &Dcc::Fig2,
+        &Dcc::Udp,
     ]
 }
 
