@@ -74,9 +74,10 @@
 //! **RTT indicators** (DESIGN §3.2): IPv4 with DF and total length 600 + k,
 //! IPv6 with total length 600 + k (no DF in IPv6) and no Fragment header
 //! (a KA leading fragment with L = 552 or 560 has total length 600 / 608;
-//! it is a rate signal, see [`is_ipv6_indicator`]), k ≤ 11. Each moves d by
-//! an EWMA with gain `rtt_gain` (0.02) toward the indicated RTT, at arrival,
-//! even if the queue then drops the packet. Indicators are never stamped.
+//! it is a rate signal, see [`is_ipv6_indicator`]), k ≤ 11. The first one
+//! sets d; each later one moves d by an EWMA with gain `rtt_gain` (0.02)
+//! toward the indicated RTT, at arrival, even if the queue then drops the
+//! packet (see "Small RTTs" below). Indicators are never stamped.
 //!
 //! **Timing model.** The shaper is one transmitter: the head of the queue
 //! is dequeued the moment the link is free; each piece it yields occupies
@@ -130,6 +131,41 @@
 //! RTT d) or the foreign share has fallen below half of `foreign_frac`.
 //! Both refinements deviate from DESIGN §4.3/§4.4; see the `mode` module
 //! for why (`foreign_frac = 0` restores the queue-only rule).
+//!
+//! ## Small RTTs (data-centre scale)
+//!
+//! DESIGN §4.3 starts d at `--rtt` (100 ms) and moves it only by an EWMA
+//! of gain 0.02 per RTT sample. At 10 Gbit/s with a 1 ms RTT (64 long-lived
+//! KA flows joining one every 5 ms, `ka-sim paper other-dc`) that left d
+//! far above the RTT for the first ~0.2 s — each flow sends one indicator
+//! per 100 ms, so d needs about 50 indicators to cover two thirds of the
+//! way — and with it T = min(d, 10 ms) at 10 RTTs and the update's gain
+//! T/d at a fraction of its design value: R lagged the arrivals by tens of
+//! RTTs, the queue sat at its 1000-packet limit from 0.1 to 0.3 s and
+//! again at 1.3 s, and flows fell back to TCP mode (measured before the
+//! change; after it the queue peaked at 203 packets while flows joined and
+//! stayed under 60 after 1 s, flows in KA mode 99.9 % of the time). In the fluid model
+//! (`tests/rcp_fluid.rs`, 64 senders joining over 32 ms) d was still
+//! 28 ms at 100 ms, R at a sixth of C/64 and 10 MB queued. Two changes,
+//! neither of which matters at the paper's 100 ms RTT (the first indicator
+//! moves d from 100 to 96 ms, and T stays 10 ms):
+//!
+//! * **The first RTT sample sets d** (as RFC 6298 seeds SRTT with the
+//!   first measurement); the EWMA then runs from there. `--rtt` is only a
+//!   guess for the time before any indicator has arrived.
+//! * **A shorter d shortens the interval in progress**: when a sample
+//!   makes T = min(d, 10 ms) shorter than what remains of the current
+//!   interval, that interval ends `T` after the previous tick (or at once,
+//!   if that has passed) instead of at the end the old d chose. The
+//!   measurement then covers the interval actually elapsed.
+//!
+//! With both, the fluid model converges to C/64 within 2.5 % with at most
+//! 6 packets queued within 100 ms of the first arrival (test
+//! `data_centre_sixty_four_flows_converge_within_100ms`). What they do not
+//! fix is a *flash crowd* — 64 flows starting within one RTT at R₀ = 5 % of
+//! C each offer 3.2·C, and with a buffer of about one bandwidth-delay
+//! product the queue overflows before any controller can answer; that is
+//! a property of RCP's R₀, not of d.
 //!
 //! ## Memory
 //!
