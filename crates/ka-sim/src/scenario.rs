@@ -302,6 +302,20 @@ pub struct RouterKnobs {
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
+    /// How a control interval updates R: `"exponential"` (R·eˣ, the
+    /// default) or `"linear"` (R·(1 + x), DESIGN §4.3's formula; see
+    /// `ka_router::RcpUpdate`).
+    pub rcp_update: Option<RcpUpdateKnob>,
+}
+
+/// `rcp_update` values of [`RouterKnobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RcpUpdateKnob {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
 }
 
 /// `queue_measure` values of [`RouterKnobs`].
