@@ -21,6 +21,8 @@
 //! type = "on-off"            # long-lived | on-off | poisson
 //! off_mean_s = 0.5
 //! sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
+//! # or an empirical CDF, [size_pkts, P(X <= size)] points:
+//! # sizes = { cdf = [[1, 0.0], [7, 0.15], [138, 0.6], [20718, 1.0]] }
 //! ```
 //!
 //! Every topology is a *line* of routers `R0 … Rm` with one hop (a pair of
@@ -31,7 +33,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::qspec::QueueSpec;
-use crate::rng::ParetoSizes;
+use crate::rng::Sizes;
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -524,12 +526,13 @@ pub enum Workload {
         repeat: u32,
     },
     /// Paper §III-B: start off; wait Exp(off_mean); send a flow of a bounded
-    /// Pareto size to completion; repeat.
+    /// Pareto (or empirical-CDF) size to completion; repeat.
     OnOff {
         /// Mean off time, s.
         off_mean_s: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
     },
     /// Flows arrive as a Poisson process so that the group offers `load`
     /// (fraction of the path's bottleneck) in total; each host runs a
@@ -537,8 +540,9 @@ pub enum Workload {
     Poisson {
         /// Offered load, 0 < load < 1.
         load: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
     },
 }
 
