@@ -13,15 +13,18 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
 mod figures;
+mod other;
 
 pub use aqm::Aqm;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use other::{Other, max_min_rates};
 
 use std::path::Path;
 
@@ -76,6 +79,9 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &Other::Rtt,
+        &Other::FiveBn,
+        &Other::Dc,
     ]
 }
 
