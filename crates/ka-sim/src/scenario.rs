@@ -346,6 +346,8 @@ pub struct TcpKnobs {
     pub delayed_ack_ms: Option<f64>,
     /// Minimum RTO, ms.
     pub min_rto_ms: Option<f64>,
+    /// RTO before the first RTT sample (the SYN's), ms (RFC 6298: 1 s).
+    pub initial_rto_ms: Option<f64>,
     /// Offer SACK.
     pub sack: Option<bool>,
     /// NewReno byte counting (RFC 3465/5681); false = per-ACK counting.
@@ -379,6 +381,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.min_rto_ms {
             t.min_rto = ms(v);
+        }
+        if let Some(v) = self.initial_rto_ms {
+            t.initial_rto = ms(v);
         }
         if let Some(v) = self.sack {
             t.sack = v;
@@ -607,6 +612,11 @@ impl Scenario {
         let nonneg = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v >= 0.0);
         if !(nonneg(t.delayed_ack_ms) && nonneg(t.min_rto_ms)) {
             return bad("tcp: delayed_ack_ms and min_rto_ms must be >= 0".into());
+        }
+        if t.initial_rto_ms
+            .is_some_and(|v| !(v.is_finite() && v > 0.0))
+        {
+            return bad("tcp: initial_rto_ms must be > 0".into());
         }
         let hops = self.topology.hops();
         if hops.is_empty() {
@@ -882,6 +892,22 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         }
         assert_eq!(TcpConfig::default().ecn, EcnMode::Accept);
         assert!(Scenario::from_toml(&with("1")).is_err());
+    }
+
+    /// `[tcp] initial_rto_ms` and `min_rto_ms` reach the endpoint's
+    /// config; a zero initial RTO is refused.
+    #[test]
+    fn tcp_rto_knobs() {
+        use ka_endpoint::TcpConfig;
+        use std::time::Duration;
+        let with = |v: &str| FIG3.replace("[topology]", &format!("[tcp]\n{v}\n\n[topology]"));
+        let s = Scenario::from_toml(&with("initial_rto_ms = 10.0\nmin_rto_ms = 5.0")).unwrap();
+        let mut t = TcpConfig::default();
+        s.tcp.apply(&mut t);
+        assert_eq!(t.initial_rto, Duration::from_millis(10));
+        assert_eq!(t.min_rto, Duration::from_millis(5));
+        assert_ne!(TcpConfig::default().initial_rto, t.initial_rto);
+        assert!(Scenario::from_toml(&with("initial_rto_ms = 0.0")).is_err());
     }
 
     #[test]
