@@ -144,12 +144,13 @@
 //! T/d at a fraction of its design value: R lagged the arrivals by tens of
 //! RTTs, the queue sat at its 1000-packet limit from 0.1 to 0.3 s and
 //! again at 1.3 s, and flows fell back to TCP mode (measured before the
-//! change; after it the queue peaked at 203 packets while flows joined and
-//! stayed under 60 after 1 s, flows in KA mode 99.9 % of the time). In the fluid model
-//! (`tests/rcp_fluid.rs`, 64 senders joining over 32 ms) d was still
-//! 28 ms at 100 ms, R at a sixth of C/64 and 10 MB queued. Two changes,
-//! neither of which matters at the paper's 100 ms RTT (the first indicator
-//! moves d from 100 to 96 ms, and T stays 10 ms):
+//! change; after it the queue peaked at 160–203 packets while flows
+//! joined and stayed under 60 after 1 s, flows in KA mode 99.9 % of the
+//! time). In the fluid model (`tests/rcp_fluid.rs`, 64 senders joining
+//! over 32 ms) d was still 28 ms at 100 ms, R at a fifth to a sixth of
+//! C/64 and 10–22 MB queued. Two changes, neither of which matters at the
+//! paper's 100 ms RTT (the first indicator moves d from 100 to 96 ms, and
+//! T stays 10 ms):
 //!
 //! * **The first RTT sample sets d** (as RFC 6298 seeds SRTT with the
 //!   first measurement); the EWMA then runs from there. `--rtt` is only a
