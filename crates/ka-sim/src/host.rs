@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::engine::{Clock, Ctx, Node, NodeId, SimTime, secs};
 use crate::net::{HostRole, HostSpec, SenderSpec};
-use crate::rng::{self, BoundedPareto};
+use crate::rng::{self, SizeDist};
 use crate::scenario::{FlowKind, Workload};
 use crate::sim::Host;
 use crate::udp::UdpApp;
@@ -164,11 +164,11 @@ enum Plan {
         next: usize,
     },
     OnOff {
-        sizes: BoundedPareto,
+        sizes: SizeDist,
         off_mean: f64,
     },
     Poisson {
-        sizes: BoundedPareto,
+        sizes: SizeDist,
         /// Mean inter-arrival time of this host, s.
         gap_mean: f64,
     },

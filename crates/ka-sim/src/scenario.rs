@@ -22,6 +22,8 @@
 //! type = "on-off"            # long-lived | on-off | poisson | arrivals
 //! off_mean_s = 0.5
 //! sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
+//! # or an empirical CDF, [size_pkts, P(X <= size)] points:
+//! # sizes = { cdf = [[1, 0.0], [7, 0.15], [138, 0.6], [20718, 1.0]] }
 //! ```
 //!
 //! Every topology is a *line* of routers `R0 … Rm` with one hop (a pair of
@@ -32,7 +34,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::qspec::QueueSpec;
-use crate::rng::ParetoSizes;
+use crate::rng::Sizes;
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -306,6 +308,20 @@ pub struct RouterKnobs {
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
+    /// How a control interval updates R: `"exponential"` (R·eˣ, the
+    /// default) or `"linear"` (R·(1 + x), DESIGN §4.3's formula; see
+    /// `ka_router::RcpUpdate`).
+    pub rcp_update: Option<RcpUpdateKnob>,
+}
+
+/// `rcp_update` values of [`RouterKnobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RcpUpdateKnob {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
 }
 
 /// `queue_measure` values of [`RouterKnobs`].
@@ -334,6 +350,8 @@ pub struct TcpKnobs {
     pub delayed_ack_ms: Option<f64>,
     /// Minimum RTO, ms.
     pub min_rto_ms: Option<f64>,
+    /// RTO before the first RTT sample (the SYN's), ms (RFC 6298: 1 s).
+    pub initial_rto_ms: Option<f64>,
     /// Offer SACK.
     pub sack: Option<bool>,
     /// NewReno byte counting (RFC 3465/5681); false = per-ACK counting.
@@ -367,6 +385,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.min_rto_ms {
             t.min_rto = ms(v);
+        }
+        if let Some(v) = self.initial_rto_ms {
+            t.initial_rto = ms(v);
         }
         if let Some(v) = self.sack {
             t.sack = v;
@@ -538,12 +559,13 @@ pub enum Workload {
         repeat: u32,
     },
     /// Paper §III-B: start off; wait Exp(off_mean); send a flow of a bounded
-    /// Pareto size to completion; repeat.
+    /// Pareto (or empirical-CDF) size to completion; repeat.
     OnOff {
         /// Mean off time, s.
         off_mean_s: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
     },
     /// `flows` flows of `size_bytes` each whose starts are one Poisson
     /// process of the whole group (exponential gaps of mean `gap_mean_s`,
@@ -566,8 +588,9 @@ pub enum Workload {
     Poisson {
         /// Offered load, 0 < load < 1.
         load: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
     },
 }
 
@@ -632,6 +655,11 @@ impl Scenario {
         let nonneg = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v >= 0.0);
         if !(nonneg(t.delayed_ack_ms) && nonneg(t.min_rto_ms)) {
             return bad("tcp: delayed_ack_ms and min_rto_ms must be >= 0".into());
+        }
+        if t.initial_rto_ms
+            .is_some_and(|v| !(v.is_finite() && v > 0.0))
+        {
+            return bad("tcp: initial_rto_ms must be > 0".into());
         }
         let hops = self.topology.hops();
         if hops.is_empty() {
@@ -922,6 +950,22 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         }
         assert_eq!(TcpConfig::default().ecn, EcnMode::Accept);
         assert!(Scenario::from_toml(&with("1")).is_err());
+    }
+
+    /// `[tcp] initial_rto_ms` and `min_rto_ms` reach the endpoint's
+    /// config; a zero initial RTO is refused.
+    #[test]
+    fn tcp_rto_knobs() {
+        use ka_endpoint::TcpConfig;
+        use std::time::Duration;
+        let with = |v: &str| FIG3.replace("[topology]", &format!("[tcp]\n{v}\n\n[topology]"));
+        let s = Scenario::from_toml(&with("initial_rto_ms = 10.0\nmin_rto_ms = 5.0")).unwrap();
+        let mut t = TcpConfig::default();
+        s.tcp.apply(&mut t);
+        assert_eq!(t.initial_rto, Duration::from_millis(10));
+        assert_eq!(t.min_rto, Duration::from_millis(5));
+        assert_ne!(TcpConfig::default().initial_rto, t.initial_rto);
+        assert!(Scenario::from_toml(&with("initial_rto_ms = 0.0")).is_err());
     }
 
     #[test]

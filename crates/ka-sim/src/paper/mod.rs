@@ -15,6 +15,7 @@
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
+//! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
@@ -22,10 +23,12 @@
 mod aqm;
 pub mod dcc;
 mod figures;
+mod other;
 
 pub use aqm::Aqm;
 pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use other::{Other, max_min_rates};
 
 use std::path::Path;
 
@@ -82,6 +85,9 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Aqm::Heavy,
         &Dcc::Fig2,
         &Dcc::Udp,
+        &Other::Rtt,
+        &Other::FiveBn,
+        &Other::Dc,
     ]
 }
 
