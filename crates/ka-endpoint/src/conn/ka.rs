@@ -700,10 +700,11 @@ impl Connection {
     /// kbit/s) back-to-back indicators would keep the pacer in debt for
     /// good: no segment that a router can stamp would leave, R would never
     /// be updated, and — since the silence clock starts at the first such
-    /// segment — KA mode would never end either. After an indicator the
-    /// next new-data segment is an ordinary one.
+    /// segment — KA mode would never end either. So at such rates (KA mode,
+    /// R under twice the indicators' rate) the next new-data segment after
+    /// an indicator is an ordinary one.
     pub(super) fn indicator_due(&self, now: Instant) -> Option<usize> {
-        if !self.indicators_on() || self.ka.last_was_indicator {
+        if !self.indicators_on() || (self.ka.last_was_indicator && self.below_indicator_rate()) {
             return None;
         }
         if self.ka.next_indicator.is_some_and(|t| now < t) {
@@ -711,6 +712,20 @@ impl Connection {
         }
         let srtt = self.rtt.srtt_or_initial();
         Some(ka_codec::rtt::indicator_len(srtt))
+    }
+
+    /// Whether the sender paces in KA mode at a rate R below twice the
+    /// indicators' own (the largest indicator, 611 bytes, per
+    /// `indicator_interval`): only there can back-to-back indicators starve
+    /// the stampable segments (see [`Connection::indicator_due`]). Above it
+    /// indicators keep their rhythm unchanged (in TCP mode too), so the
+    /// paper's scenarios, whose flows run far above 48 kbit/s, are not
+    /// affected (fig5's TCP epochs did change when the rule applied to
+    /// every rate).
+    fn below_indicator_rate(&self) -> bool {
+        let interval_ms = self.cfg.ka.indicator_interval.as_secs_f64() * 1e3;
+        let indicator_rate = 611.0 / interval_ms.max(1e-3);
+        self.ka.mode == Mode::Ka && self.ka.rate.is_some_and(|r| r < 2.0 * indicator_rate)
     }
 
     /// A wake-up for the next indicator while there is unsent data (only
