@@ -10,7 +10,7 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
-use ka_router::{PortConfig, QueueMeasure, Signalling};
+use ka_router::{ControllerKind, CrowdConfig, PortConfig, QueueMeasure, Signalling};
 
 const UNITS: &str = "\
 UNITS:
@@ -85,6 +85,22 @@ pub struct Args {
     /// RCP β: weight of the queue-drain term.
     #[arg(long, default_value_t = 1.0)]
     pub beta: f64,
+
+    /// Rate controller. rcp: the paper's RCP (every packet carries the same rate R, so flows
+    /// that start within an RTT of each other each get the whole link and can fill the
+    /// queue). crowd: RCP's control law (same --alpha, --beta) plus admission of new
+    /// connections: it follows TCP connections from their SYN and starts each at its
+    /// expected share, so a crowd of new flows does not overflow the queue; at light load it
+    /// costs long flows part of their first round trip (see --crowd-caution).
+    #[arg(long, value_enum, default_value = "rcp")]
+    pub controller: ControllerArg,
+
+    /// crowd only: safety factor on the share of the link the router learns a new connection
+    /// fills in its first round trip. Larger: shorter queue, slower start of long flows
+    /// (e.g. 1 keeps flow completion times within a few percent of rcp's, at the price of
+    /// queue peaks near the limit; the default keeps the queue short).
+    #[arg(long, value_name = "FACTOR", default_value_t = ka_router::controller::crowd::DEFAULT_CAUTION)]
+    pub crowd_caution: f64,
 
     /// Queue q the RCP update uses: persistent = the smallest queue during the last RTT d
     /// (XCP's persistent queue; ignores the bunches a busy host's scheduler makes), now = the
@@ -182,6 +198,15 @@ pub enum QueueMeasureArg {
     Now,
 }
 
+/// `--controller` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ControllerArg {
+    /// The paper's RCP (DESIGN §4.3).
+    Rcp,
+    /// RCP with admission of new connections (no flash-crowd overflow).
+    Crowd,
+}
+
 /// `--signalling` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignallingArg {
@@ -227,6 +252,13 @@ impl Args {
                 QueueMeasureArg::Now => QueueMeasure::Now,
             };
             c.rcp.queue_target = self.queue_target;
+            c.controller = match self.controller {
+                ControllerArg::Rcp => ControllerKind::Rcp,
+                ControllerArg::Crowd => ControllerKind::Crowd(CrowdConfig {
+                    caution: self.crowd_caution,
+                    ..CrowdConfig::default()
+                }),
+            };
             c.dither = self.dither == OnOff::On;
             // A bridge is invisible at layer 3: no TTL / hop-limit decrement
             // (IPv6 neighbour discovery also needs hop limit 255 to survive).
@@ -318,6 +350,7 @@ mod tests {
         assert_eq!(f.rcp.queue_measure, QueueMeasure::Persistent);
         assert_eq!(f.rcp.queue_target, Duration::from_millis(5));
         assert!(f.dither);
+        assert_eq!(f.controller, ka_router::ControllerKind::Rcp);
         assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
         assert!(a.realtime.is_none() && a.stamp_log.is_none());
         let s = a.shell_config();
@@ -374,6 +407,10 @@ mod tests {
             "0",
             "--dither",
             "off",
+            "--controller",
+            "crowd",
+            "--crowd-caution",
+            "2.5",
         ])
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -389,6 +426,10 @@ mod tests {
         assert_eq!(r.rcp.queue_measure, QueueMeasure::Now);
         assert_eq!(r.rcp.queue_target, Duration::ZERO);
         assert!(!r.dither);
+        let ka_router::ControllerKind::Crowd(k) = r.controller else {
+            panic!("crowd expected: {:?}", r.controller);
+        };
+        assert_eq!(k.caution, 2.5);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 
@@ -546,5 +587,30 @@ mod tests {
         }
         let a = parse(&["--in", "a", "--out", "b", "--rate", "1mbit", "--alpha=-1"]).unwrap();
         assert!(a.port_configs().is_err());
+        let c = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "1mbit",
+            "--controller",
+            "crowd",
+            "--crowd-caution=-1",
+        ])
+        .unwrap();
+        let e = c.port_configs().unwrap_err().to_string();
+        assert!(e.contains("crowd caution"), "{e}");
+        let bad = [
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "1mbit",
+            "--controller",
+            "xyz",
+        ];
+        assert!(parse(&bad).is_err());
     }
 }
