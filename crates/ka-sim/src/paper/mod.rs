@@ -13,14 +13,17 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`], issue 14) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
+mod crowd;
 mod figures;
 
 pub use aqm::Aqm;
+pub use crowd::FlashCrowd;
 pub use figures::{Figure, combined_panels, headline, variants};
 
 use std::path::Path;
@@ -76,6 +79,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &FlashCrowd,
     ]
 }
 
