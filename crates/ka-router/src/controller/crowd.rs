@@ -60,7 +60,8 @@
 //! over grants) plus four, w is 1 whatever was learned: that is a crowd.
 //!
 //! **κ** carries RCP's control law (DESIGN §4.3) — once per control
-//! interval `κ ← κ·(1 + (T/d)(α(C − y') − β·q/d)/C)`, clamped to
+//! interval `κ ← κ·eˣ` (or `κ·(1 + x)`, as [`RcpConfig::update`](crate::RcpConfig)
+//! says for Rcp) with `x = (T/d)(α(C − y') − β·q/d)/C`, clamped to
 //! `[R_min/C, R_ceiling/C]`, with y' = y plus the pending grants weighted
 //! by w (demand already promised but not arriving yet). When a newcomer is
 //! granted while others are there, κ ≤ 1 first (an idle port's κ sits at
@@ -155,7 +156,7 @@ use std::time::Duration;
 
 use super::packet::PacketInfo;
 use super::{MAX_BATCH_ITERATIONS, Measurement, RateController};
-use crate::config::RcpConfig;
+use crate::config::{RcpConfig, RcpUpdate};
 use table::{Active, Phase, Table};
 
 /// Knobs of [`Crowd`].
@@ -479,7 +480,12 @@ impl Crowd {
         let q = m.queue_bytes as f64;
         // y plus the demand already granted but not arriving yet.
         let y = m.input_rate + self.weight() * self.table.pending_g;
-        let f = 1.0 + (t / d) * (self.rcp.alpha * (c - y) - self.rcp.beta * q / d) / c;
+        let x = (t / d) * (self.rcp.alpha * (c - y) - self.rcp.beta * q / d) / c;
+        // The same multiplier as Rcp's (RcpConfig::update).
+        let f = match self.rcp.update {
+            RcpUpdate::Linear => 1.0 + x,
+            RcpUpdate::Exponential => x.exp(),
+        };
         if f.is_finite() { f.max(0.0) } else { 1.0 }
     }
 

@@ -10,7 +10,7 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
-use ka_router::{ControllerKind, CrowdConfig, PortConfig, QueueMeasure, Signalling};
+use ka_router::{ControllerKind, CrowdConfig, PortConfig, QueueMeasure, RcpUpdate, Signalling};
 
 const UNITS: &str = "\
 UNITS:
@@ -113,6 +113,17 @@ pub struct Args {
     )]
     pub queue_measure: QueueMeasureArg,
 
+    /// How a control interval updates R: exponential = R·eˣ (the exact solution of RCP's fluid
+    /// model over the interval; never collapses at small RTTs), linear = R·(1 + x) (DESIGN §4.3
+    /// and the ns-2 code; the same to first order), x = (T/d)(α(C − y) − βq/d)/C.
+    #[arg(
+        long,
+        value_name = "exponential|linear",
+        value_enum,
+        default_value = "exponential"
+    )]
+    pub rcp_update: RcpUpdateArg,
+
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
     /// 0 = DESIGN §4.3's formula.
@@ -207,6 +218,15 @@ pub enum ControllerArg {
     Crowd,
 }
 
+/// `--rcp-update` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RcpUpdateArg {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
+}
+
 /// `--signalling` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignallingArg {
@@ -252,6 +272,10 @@ impl Args {
                 QueueMeasureArg::Now => QueueMeasure::Now,
             };
             c.rcp.queue_target = self.queue_target;
+            c.rcp.update = match self.rcp_update {
+                RcpUpdateArg::Exponential => RcpUpdate::Exponential,
+                RcpUpdateArg::Linear => RcpUpdate::Linear,
+            };
             c.controller = match self.controller {
                 ControllerArg::Rcp => ControllerKind::Rcp,
                 ControllerArg::Crowd => ControllerKind::Crowd(CrowdConfig {
@@ -411,6 +435,8 @@ mod tests {
             "crowd",
             "--crowd-caution",
             "2.5",
+            "--rcp-update",
+            "linear",
         ])
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -430,6 +456,7 @@ mod tests {
             panic!("crowd expected: {:?}", r.controller);
         };
         assert_eq!(k.caution, 2.5);
+        assert_eq!(r.rcp.update, RcpUpdate::Linear);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 
