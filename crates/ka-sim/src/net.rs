@@ -11,8 +11,8 @@ use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
 use crate::router::{NO_ROUTE, RouterNode};
 use crate::scenario::{
-    ControllerKnob, FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs, Scenario,
-    ScenarioError, TcpKnobs, Workload,
+    ControllerKnob, FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs,
+    Scenario, ScenarioError, TcpKnobs, Workload,
 };
 use crate::world::{PathInfo, World};
 
