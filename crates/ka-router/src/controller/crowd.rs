@@ -134,9 +134,9 @@
 //! [`CrowdConfig::caution`] picks the point on it. Measured with
 //! `ka-sim paper fig3-crowd` (KA carrier, seeds 1–3, mean FCT per size
 //! bucket against the paper's RCP; `docs/RESULTS.md` has every point):
-//! caution 1 keeps mean FCT close to RCP's but leaves the queue's 99th
-//! percentile at a few hundred packets; caution 9 holds it near 10 packets
-//! and makes flows of 1000+ packets about 1.9 times slower. The default, 4,
+//! caution 1 leaves the queue's 99th percentile at 220–290 packets and
+//! caution 9 holds it near 10; flows of 1000+ packets take 1.4 to 2.1 times
+//! as long as with the paper's RCP across that range. The default, 4,
 //! is the cheapest point measured that meets issue 14's queue bound with
 //! margin (99th percentile 51–57 packets, zero drops); its cost is mean
 //! FCT 13–57 % longer for flows of 100+ packets (they give up part of
