@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use ka_codec::Code;
 
 use crate::classify::{self, Kind, Reject};
-use crate::config::PortConfig;
+use crate::config::{PortConfig, Signalling};
 use crate::controller::{RateController, Rcp};
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
 use crate::shaper::{DelayLine, Shaper};
-use crate::signal::{QueueState, RateSignal, Signaller};
+use crate::signal::{QueueState, RateSignal, Signaller, XcpSignal};
 use crate::stats::{Counters, PortSnapshot, SojournHistogram};
 use crate::time::{Clock, duration_ns};
 
@@ -83,15 +83,22 @@ impl std::fmt::Debug for Port {
 }
 
 impl Port {
-    /// A port with the default [`Rcp`] controller, starting at `now`.
+    /// A port starting at `now`: with [`Signalling::Xcp`] its signalling
+    /// stage is an [`XcpSignal`], otherwise the default [`Rcp`] controller
+    /// with the carrier `config.signalling`.
     pub fn new(config: PortConfig, now: Instant) -> Self {
         let config = config.sanitized();
+        if config.signalling == Signalling::Xcp {
+            return Self::with_signaller(config, Box::new(XcpSignal::new(&config)), now);
+        }
         let rcp = Rcp::new(config.rcp, config.capacity_bytes_per_ms());
         Self::with_controller(config, Box::new(rcp), now)
     }
 
     /// A port with any rate controller, starting at `now`; its signalling
-    /// stage is a [`RateSignal`] with the carrier `config.signalling`.
+    /// stage is a [`RateSignal`] with the carrier `config.signalling`
+    /// ([`Signalling::Xcp`] is no rate carrier: such a port only shapes;
+    /// use [`Port::new`]).
     ///
     /// The configuration is clamped as [`PortConfig::validate`] describes.
     pub fn with_controller(
@@ -136,6 +143,12 @@ impl Port {
     /// The (sanitised) configuration.
     pub fn config(&self) -> &PortConfig {
         &self.config
+    }
+
+    /// The signalling stage (read-only; see [`Signaller::as_any`] for its
+    /// own diagnostics).
+    pub fn signaller(&self) -> &dyn Signaller {
+        self.signal.as_ref()
     }
 
     /// A packet arrives (a whole IP packet, no link header).

@@ -253,7 +253,7 @@ impl RateSignal {
     /// Per-packet signalling on dequeue.
     fn egress(&mut self, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
         match self.carrier {
-            Signalling::None => (packet, None),
+            Signalling::None | Signalling::Xcp => (packet, None),
             Signalling::NativeRcp => {
                 let rate = native::bytes_per_sec(self.controller.rate());
                 if native::lower_rcp_option(&mut packet, rate) {
