@@ -5,8 +5,8 @@
 //! Application behaviour (all of it is "what a program using sockets does";
 //! the TCP itself is entirely the endpoint core):
 //!
-//! * **Sized flows** (on-off, Poisson): connect, write the flow's bytes,
-//!   `close()`. The flow is finished for the sender once every byte and the
+//! * **Sized flows** (on-off, Poisson, long-lived with `size_pkts`):
+//!   connect, write the flow's bytes, `close()`. The flow is finished for the sender once every byte and the
 //!   FIN are acknowledged; an on-off sender then draws its next off time.
 //! * **Long-lived flows**: connect and keep the send buffer topped up to
 //!   twice the current window plus 256 KiB (so the sender is never
@@ -151,6 +151,8 @@ enum Plan {
     LongLived {
         epochs: Vec<(SimTime, Option<SimTime>)>,
         next: usize,
+        /// Packets per flow (None = unbounded).
+        size: Option<u64>,
     },
     OnOff {
         sizes: BoundedPareto,
@@ -319,13 +321,13 @@ impl HostNode {
             }
             s.next = None;
             let (size, stop) = match &mut s.plan {
-                Plan::LongLived { epochs, next } => {
+                Plan::LongLived { epochs, next, size } => {
                     let Some(&(_, stop)) = epochs.get(*next) else {
                         return;
                     };
                     *next += 1;
                     s.next = epochs.get(*next).map(|e| e.0);
-                    (None, stop)
+                    (*size, stop)
                 }
                 // The next off period starts when this flow finishes.
                 Plan::OnOff { sizes, .. } => (Some(sizes.sample_pkts(&mut s.rng)), None),
@@ -544,6 +546,7 @@ impl Sender {
                 on_s,
                 period_s,
                 repeat,
+                size_pkts,
             } => {
                 let first = start_s + stagger_s * s.index_in_group as f64;
                 let epochs: Vec<(SimTime, Option<SimTime>)> = (0..*repeat)
@@ -553,7 +556,12 @@ impl Sender {
                     })
                     .collect();
                 let next = epochs.first().map(|e| e.0);
-                (Plan::LongLived { epochs, next: 0 }, next)
+                let plan = Plan::LongLived {
+                    epochs,
+                    next: 0,
+                    size: *size_pkts,
+                };
+                (plan, next)
             }
             Workload::OnOff { off_mean_s, sizes } => {
                 let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;

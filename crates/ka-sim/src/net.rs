@@ -172,6 +172,7 @@ pub fn port_config(
         PortKind::Ka => Signalling::Ka,
         PortKind::Rcp => Signalling::NativeRcp,
         PortKind::Droptail => Signalling::None,
+        PortKind::Xcp => Signalling::Xcp,
     };
     if let Some(v) = knobs.alpha {
         c.rcp.alpha = v;
@@ -202,6 +203,15 @@ pub fn port_config(
     }
     if let Some(v) = knobs.dither {
         c.dither = v;
+    }
+    if let Some(v) = knobs.xcp_alpha {
+        c.xcp.alpha = v;
+    }
+    if let Some(v) = knobs.xcp_beta {
+        c.xcp.beta = v;
+    }
+    if let Some(v) = knobs.xcp_gamma {
+        c.xcp.gamma = v;
     }
     c
 }

@@ -11,7 +11,7 @@
 //! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line
 //! capacity_mbps = 150.0
 //! rtt_ms = 100.0
-//! port = "ka"                # ka | rcp | droptail
+//! port = "ka"                # ka | rcp | xcp | droptail
 //!
 //! [[group]]
 //! name = "ka"
@@ -108,6 +108,9 @@ pub enum PortKind {
     Rcp,
     /// Plain drop-tail.
     Droptail,
+    /// XCP router (DESIGN §8.4): lowers the feedback of the IPv4 XCP
+    /// option; knobs `xcp_alpha`, `xcp_beta`, `xcp_gamma` in `[router]`.
+    Xcp,
 }
 
 /// The network: a line of routers (see module docs).
@@ -277,7 +280,9 @@ impl Default for Access {
     }
 }
 
-/// Router port knobs (DESIGN §4.3/4.4); unset = the router's defaults.
+/// Router port knobs (DESIGN §4.3/4.4, §8.4); unset = the router's
+/// defaults. `alpha`/`beta` are RCP's (KA and native-RCP ports),
+/// `xcp_*` XCP's.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterKnobs {
@@ -302,6 +307,12 @@ pub struct RouterKnobs {
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
+    /// XCP α of `xcp` ports (default 0.4).
+    pub xcp_alpha: Option<f64>,
+    /// XCP β of `xcp` ports (default 0.226).
+    pub xcp_beta: Option<f64>,
+    /// XCP γ of `xcp` ports (default 0.1).
+    pub xcp_gamma: Option<f64>,
 }
 
 /// `queue_measure` values of [`RouterKnobs`].
@@ -491,7 +502,10 @@ impl RttSpec {
 pub enum Workload {
     /// Unbounded flows: host i starts at `start_s + i·stagger_s` and sends
     /// for `on_s` (default: until the end); with `period_s`, this repeats
-    /// `repeat` times, each time as a new connection (flow).
+    /// `repeat` times, each time as a new connection (flow). With
+    /// `size_pkts`, each flow is finite instead: it sends that many packets
+    /// and closes (seed `xcp-vs-rcp.txt` §4: flows of "limited length"
+    /// starting at fixed times).
     LongLived {
         /// First start, s. Default 0.
         #[serde(default)]
@@ -508,6 +522,10 @@ pub enum Workload {
         /// Number of flows per host. Default 1.
         #[serde(default = "one_u32")]
         repeat: u32,
+        /// Size of each flow, packets (then `on_s` must be unset). Default:
+        /// unbounded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size_pkts: Option<u64>,
     },
     /// Paper §III-B: start off; wait Exp(off_mean); send a flow of a bounded
     /// Pareto size to completion; repeat.
@@ -649,7 +667,15 @@ impl Scenario {
                     on_s,
                     period_s,
                     repeat,
+                    size_pkts,
                 } => {
+                    if size_pkts.is_some_and(|n| n == 0) || (size_pkts.is_some() && on_s.is_some())
+                    {
+                        return bad(format!(
+                            "group {}: size_pkts must be >= 1 and excludes on_s",
+                            g.name
+                        ));
+                    }
                     let fine = |v: f64| v.is_finite() && v >= 0.0;
                     if !(fine(*start_s)
                         && fine(*stagger_s)
@@ -864,6 +890,30 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         }
         assert_eq!(TcpConfig::default().ecn, EcnMode::Accept);
         assert!(Scenario::from_toml(&with("1")).is_err());
+    }
+
+    #[test]
+    fn finite_long_lived_flows() {
+        let lived = |extra: &str| {
+            FIG3.replace(
+                "type = \"on-off\"\noff_mean_s = 0.5\nsizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }",
+                &format!("type = \"long-lived\"\nstart_s = 10.0\n{extra}"),
+            )
+        };
+        let s = Scenario::from_toml(&lived("size_pkts = 5000")).unwrap();
+        assert!(matches!(
+            s.groups[0].workload,
+            Workload::LongLived {
+                size_pkts: Some(5000),
+                ..
+            }
+        ));
+        assert_eq!(Scenario::from_toml(&s.to_toml()).unwrap(), s);
+        assert!(Scenario::from_toml(&lived("size_pkts = 0")).is_err());
+        assert!(Scenario::from_toml(&lived("size_pkts = 10\non_s = 5.0")).is_err());
+        // Unbounded flows do not write the key.
+        let s = Scenario::from_toml(&lived("")).unwrap();
+        assert!(!s.to_toml().contains("size_pkts"));
     }
 
     #[test]

@@ -13,15 +13,18 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
 mod figures;
+mod xcp;
 
 pub use aqm::Aqm;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use xcp::XcpTransient;
 
 use std::path::Path;
 
@@ -76,6 +79,10 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &XcpTransient::Fig4,
+        &XcpTransient::Fig5,
+        &XcpTransient::Fig6,
+        &XcpTransient::Fig7,
     ]
 }
 
@@ -280,8 +287,9 @@ mod tests {
             assert_eq!(find_experiment(e.name()).map(|f| f.name()), Ok(e.name()));
             assert!(!e.variants().is_empty());
             for (v, text) in e.variants() {
-                let s = scenario(text, None, Some(1.0))
+                let mut s = scenario(text, None, Some(1.0))
                     .unwrap_or_else(|err| panic!("{}/{v}: {err}", e.name()));
+                e.prepare(v, &mut s);
                 assert_eq!(s.name, e.name(), "{}/{v}", e.name());
             }
         }
