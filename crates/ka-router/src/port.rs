@@ -224,6 +224,28 @@ impl Port {
         Some(self.clock.instant(t))
     }
 
+    /// A lower bound of the next departure: no [`Port::poll_transmit`]
+    /// returns anything before it. `None` = nothing queued or in flight.
+    ///
+    /// The earlier of the delay line's next release and, if packets are
+    /// queued, the moment the link is free plus the propagation delay (a
+    /// piece dequeued then leaves one serialisation later still). With a
+    /// delay it is later than [`Port::poll_timeout`]'s dequeue instants, so
+    /// a driver that only forwards what departs can sleep through the
+    /// dequeues: the port processes them exactly, in time order, whenever
+    /// it is next advanced, and its results do not depend on when that is.
+    /// Without a delay it equals [`Port::poll_timeout`].
+    pub fn next_departure(&self) -> Option<Instant> {
+        let deq =
+            (!self.queue.is_empty()).then(|| self.shaper.free_at().saturating_add(self.delay_ns));
+        let rel = self.delay_line.next_release();
+        let t = match (deq, rel) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(self.clock.instant(t))
+    }
+
     /// Advances the port to `now` (dequeues, control intervals, mode
     /// timers). Also done by `push` and `poll_transmit`.
     pub fn handle_timeout(&mut self, now: Instant) {

@@ -184,12 +184,15 @@ impl RouterNode {
         }
     }
 
-    /// The earliest time a port has work.
+    /// The earliest time a port can have something to send
+    /// ([`Port::next_departure`]): the ports' dequeues before it need no
+    /// wake-up of their own (a port processes them exactly whenever it is
+    /// advanced), which saves one event per packet on a link with a delay.
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.port_ifaces
             .iter()
             .filter_map(|&i| match self.egress.get(i) {
-                Some(Egress::Port(slot)) => slot.port.poll_timeout(),
+                Some(Egress::Port(slot)) => slot.port.next_departure(),
                 _ => None,
             })
             .min()

@@ -14,6 +14,7 @@
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
+//! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
@@ -21,10 +22,12 @@
 mod aqm;
 mod figures;
 mod xcp;
+mod xcp_fct;
 
 pub use aqm::Aqm;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use xcp::XcpTransient;
+pub use xcp_fct::XcpFct;
 
 use std::path::Path;
 
@@ -83,6 +86,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &XcpTransient::Fig5,
         &XcpTransient::Fig6,
         &XcpTransient::Fig7,
+        &XcpFct,
     ]
 }
 
