@@ -59,7 +59,9 @@ pub fn payload_per_packet(packet_bytes: usize) -> usize {
 pub fn payload_per_packet_of(kind: FlowKind, packet_bytes: usize) -> usize {
     let option = match kind {
         FlowKind::Rcp => ka_codec::RcpOption::LEN,
-        FlowKind::Xcp | FlowKind::XcpRate => ka_codec::XcpOption::PADDED_LEN,
+        FlowKind::Xcp | FlowKind::XcpRate | FlowKind::XcpRatePure => {
+            ka_codec::XcpOption::PADDED_LEN
+        }
         _ => 0,
     };
     payload_per_packet(packet_bytes)
@@ -104,14 +106,14 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.native_rcp = true;
             t.cc = CcAlgorithm::NewReno;
         }
-        FlowKind::Xcp | FlowKind::XcpRate => {
+        FlowKind::Xcp | FlowKind::XcpRate | FlowKind::XcpRatePure => {
             // XCP (DESIGN §8.4): no KA; NewReno if the receiver does not
             // answer XCP-Permitted (simulated receivers do).
             t.ka.enabled = false;
-            t.cc = if kind == FlowKind::Xcp {
-                CcAlgorithm::Xcp
-            } else {
-                CcAlgorithm::XcpRate
+            t.cc = match kind {
+                FlowKind::XcpRate => CcAlgorithm::XcpRate,
+                FlowKind::XcpRatePure => CcAlgorithm::XcpRatePure,
+                _ => CcAlgorithm::Xcp,
             };
         }
     }

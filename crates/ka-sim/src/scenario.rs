@@ -15,7 +15,7 @@
 //!
 //! [[group]]
 //! name = "ka"
-//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate
+//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | xcp-rate-pure
 //! count = 32
 //! [group.workload]
 //! type = "on-off"            # long-lived | on-off | poisson
@@ -419,6 +419,10 @@ pub enum FlowKind {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2).
     #[serde(rename = "xcp-rate")]
     XcpRate,
+    /// XCP, purely rate-based: paced at cwnd / min RTT
+    /// (`ka_endpoint::XcpVariant::PureRate`).
+    #[serde(rename = "xcp-rate-pure")]
+    XcpRatePure,
 }
 
 impl FlowKind {
@@ -431,6 +435,7 @@ impl FlowKind {
             FlowKind::TcpCubic => "tcp-cubic",
             FlowKind::Xcp => "xcp",
             FlowKind::XcpRate => "xcp-rate",
+            FlowKind::XcpRatePure => "xcp-rate-pure",
         }
     }
 }

@@ -1,4 +1,4 @@
-//! XCP flow kinds (`xcp`, `xcp-rate`, DESIGN §8.4) on the real endpoint
+//! XCP flow kinds (`xcp`, `xcp-rate`, `xcp-rate-pure`, DESIGN §8.4) on the real endpoint
 //! cores, end to end through the router's XCP stage (port kind `xcp`).
 //!
 //! The first test runs them through a drop-tail port (no XCP router), so
@@ -30,12 +30,24 @@ fn xcp_flows_complete_without_ka() {
             0,
             &on_off(0.2, [5.0, 200.0], 1.5, 40.0),
         )
+        .group(
+            "xcp-rate-pure",
+            "xcp-rate-pure",
+            2,
+            0,
+            &on_off(0.2, [5.0, 200.0], 1.5, 40.0),
+        )
         .text();
     let s = Scenario::from_toml(&text).unwrap();
     assert_eq!(s.groups[0].kind, FlowKind::Xcp);
     assert_eq!(s.groups[1].kind, FlowKind::XcpRate);
     let r = run_scenario(&s, None).unwrap();
-    for (kind, label) in [(FlowKind::Xcp, "xcp"), (FlowKind::XcpRate, "xcp-rate")] {
+    assert_eq!(s.groups[2].kind, FlowKind::XcpRatePure);
+    for (kind, label) in [
+        (FlowKind::Xcp, "xcp"),
+        (FlowKind::XcpRate, "xcp-rate"),
+        (FlowKind::XcpRatePure, "xcp-rate-pure"),
+    ] {
         let flows: Vec<_> = r.flows.iter().filter(|f| f.kind == kind).collect();
         let done: Vec<_> = flows.iter().filter(|f| f.end.is_some()).collect();
         assert!(

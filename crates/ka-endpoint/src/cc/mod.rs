@@ -155,6 +155,9 @@ pub enum CcAlgorithm {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
     /// does not take it up.
     XcpRate,
+    /// XCP, purely rate-based ([`XcpVariant::PureRate`]); NewReno if the
+    /// peer does not take it up.
+    XcpRatePure,
 }
 
 impl CcAlgorithm {
@@ -163,6 +166,7 @@ impl CcAlgorithm {
         match self {
             CcAlgorithm::Xcp => Some(XcpVariant::Window),
             CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
+            CcAlgorithm::XcpRatePure => Some(XcpVariant::PureRate),
             CcAlgorithm::NewReno | CcAlgorithm::Cubic => None,
         }
     }
@@ -193,7 +197,7 @@ impl CcAlgorithm {
                 initial_window,
                 ..CubicConfig::default()
             })),
-            CcAlgorithm::Xcp | CcAlgorithm::XcpRate => {
+            CcAlgorithm::Xcp | CcAlgorithm::XcpRate | CcAlgorithm::XcpRatePure => {
                 let variant = self.xcp_variant().unwrap_or_default();
                 Box::new(Xcp::new(variant, mss, initial_window))
             }

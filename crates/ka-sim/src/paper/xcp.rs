@@ -6,7 +6,8 @@
 //! RTT 100 ms; flow 1 unlimited from t = 0, flows 2 and 3 finite from
 //! t = 10 s and t = 20 s. The variants differ only in the endpoints and the
 //! bottleneck port: TCP (NewReno) over a 400-packet drop-tail queue; XCP
-//! window-based and rate-based (α 0.4, β 0.226) and RCP (α 0.4, β 0.226)
+//! window-based and rate-based (α 0.4, β 0.226; two rate-based senders,
+//! see `ka_endpoint::XcpVariant`) and RCP (α 0.4, β 0.226)
 //! over an effectively unlimited queue; KA with its own defaults over its
 //! 1000-packet queue.
 //!
@@ -14,7 +15,7 @@
 //! |---|---|---|
 //! | xcp-fig4 | `tcp/`, `ka/` | TCP never converges to equal rates and refills freed capacity slowly |
 //! | xcp-fig5 | `xcp/`, `ka/` | window XCP converges to equal rates in ~50 RTTs, queue small, freed capacity taken at once |
-//! | xcp-fig6 | `xcp-rate/`, `xcp/` | rate-based XCP oscillates: rate std ≥ 2× window XCP's |
+//! | xcp-fig6 | `xcp-rate-pure/`, `xcp-rate/`, `xcp/` | rate-based XCP oscillates: rate std ≥ 2× window XCP's (for the seed's sender, paced at cwnd/min RTT, and DESIGN §8.4's, paced at cwnd/srtt) |
 //! | xcp-fig7 | `rcp/`, `ka/` | RCP: equal rates at every instant after one RTT; queue peak above one BDP on an arrival (seed ≈ 1.7) |
 //!
 //! Rates are each flow's IP bytes reaching its receiver per 100 ms bin
@@ -49,6 +50,7 @@ pub enum XcpTransient {
 const TCP: &str = include_str!("../../scenarios/xcp-transient-tcp.toml");
 const XCP: &str = include_str!("../../scenarios/xcp-transient-xcp.toml");
 const XCP_RATE: &str = include_str!("../../scenarios/xcp-transient-xcp-rate.toml");
+const XCP_RATE_PURE: &str = include_str!("../../scenarios/xcp-transient-xcp-rate-pure.toml");
 const RCP: &str = include_str!("../../scenarios/xcp-transient-rcp.toml");
 const KA: &str = include_str!("../../scenarios/xcp-transient-ka.toml");
 
@@ -342,7 +344,8 @@ fn label(variant: &str) -> &'static str {
     match variant {
         "tcp" => "TCP NewReno, 400-packet drop-tail",
         "xcp" => "XCP (window), α 0.4, β 0.226",
-        "xcp-rate" => "XCP (rate), α 0.4, β 0.226",
+        "xcp-rate" => "XCP (rate, paced at cwnd/srtt), α 0.4, β 0.226",
+        "xcp-rate-pure" => "XCP (rate, paced at cwnd/min RTT), α 0.4, β 0.226",
         "rcp" => "RCP, α 0.4, β 0.226",
         "ka" => "KA (RCP α 0.1, β 1.0), 1000-packet drop-tail",
         _ => "?",
@@ -390,7 +393,11 @@ impl Experiment for XcpTransient {
         match self {
             XcpTransient::Fig4 => vec![("tcp", TCP), ("ka", KA)],
             XcpTransient::Fig5 => vec![("xcp", XCP), ("ka", KA)],
-            XcpTransient::Fig6 => vec![("xcp-rate", XCP_RATE), ("xcp", XCP)],
+            XcpTransient::Fig6 => vec![
+                ("xcp-rate-pure", XCP_RATE_PURE),
+                ("xcp-rate", XCP_RATE),
+                ("xcp", XCP),
+            ],
             XcpTransient::Fig7 => vec![("rcp", RCP), ("ka", KA)],
         }
     }
@@ -445,16 +452,31 @@ impl Experiment for XcpTransient {
                 }
             }
             XcpTransient::Fig6 => {
-                if let (Some((rate, _)), Some((win, _))) = (tr("xcp-rate"), tr("xcp")) {
+                let Some((win, _)) = tr("xcp") else {
+                    return out;
+                };
+                for (v, who) in [
+                    (
+                        "xcp-rate-pure",
+                        "rate-based XCP paced at cwnd/min RTT (the seed's sender)",
+                    ),
+                    (
+                        "xcp-rate",
+                        "rate-based XCP paced at cwnd/srtt (DESIGN §8.4's sender)",
+                    ),
+                ] {
+                    let Some((rate, _)) = tr(v) else {
+                        continue;
+                    };
                     let (a, b) = (rate.steady_rate_std(), win.steady_rate_std());
                     out.push(Claim::new(
-                        "rate-based XCP oscillates (seed Fig. 6): std of the flows' 100 ms rates over the steady phases >= 2x window XCP's",
+                        format!("{who} oscillates (seed Fig. 6): std of the flows' 100 ms rates over the steady phases >= 2x window XCP's"),
                         format!("rate-based {}, window {}", opt(a, " Mbit/s", 1e-6), opt(b, " Mbit/s", 1e-6)),
                         matches!((a, b), (Some(a), Some(b)) if a >= 2.0 * b),
                     ));
                     let (qa, qb) = (rate.steady_queue(), win.steady_queue());
                     out.push(Claim::new(
-                        "rate-based XCP uses the queue more (seed Fig. 6): mean queue over the steady phases above window XCP's",
+                        format!("{who} uses the queue more (seed Fig. 6): mean queue over the steady phases above window XCP's"),
                         format!("rate-based {}, window {}", opt(qa, " pkts", 1.0), opt(qb, " pkts", 1.0)),
                         matches!((qa, qb), (Some(a), Some(b)) if a > b),
                     ));

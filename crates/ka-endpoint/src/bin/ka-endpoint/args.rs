@@ -230,6 +230,9 @@ pub enum CcArg {
     Xcp,
     /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an RTT.
     XcpRate,
+    /// XCP, purely rate-based: paced at cwnd / min RTT (the rate moves only with feedback,
+    /// not with queueing delay), each feedback spread over an RTT.
+    XcpRatePure,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -251,6 +254,7 @@ impl Common {
             CcArg::Cubic => CcAlgorithm::Cubic,
             CcArg::Xcp => CcAlgorithm::Xcp,
             CcArg::XcpRate => CcAlgorithm::XcpRate,
+            CcArg::XcpRatePure => CcAlgorithm::XcpRatePure,
         };
         stack.tcp.ecn = match self.ecn {
             EcnArg::On => EcnMode::On,
@@ -366,6 +370,7 @@ mod tests {
         for (arg, cc) in [
             ("xcp", CcAlgorithm::Xcp),
             ("xcp-rate", CcAlgorithm::XcpRate),
+            ("xcp-rate-pure", CcAlgorithm::XcpRatePure),
         ] {
             let cli = Cli::try_parse_from([
                 "ka-endpoint",
