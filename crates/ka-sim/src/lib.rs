@@ -35,6 +35,7 @@ pub mod report;
 pub mod rng;
 pub mod router;
 pub mod scenario;
+pub mod segment;
 pub mod sim;
 pub mod sweep;
 pub mod world;

@@ -39,7 +39,8 @@ use crate::metrics::{self, Metric};
 use crate::plot::{self, Curve, Panel};
 use crate::report;
 use crate::scenario::Scenario;
-use crate::sim::{self, Progress, RunResult};
+use crate::segment::{self, Segments};
+use crate::sim::{Progress, RunResult};
 
 /// One reproducible experiment (see the module docs).
 pub trait Experiment: Sync {
@@ -60,6 +61,14 @@ pub trait Experiment: Sync {
     /// (e.g. more arriving flows for a longer run). Default: nothing.
     fn prepare(&self, variant: &str, scenario: &mut Scenario) {
         let _ = (variant, scenario);
+    }
+
+    /// How to cut a variant's run in time and run the pieces in parallel
+    /// ([`segment`](crate::segment)). Default: one segment, an ordinary
+    /// run.
+    fn segments(&self, scenario: &Scenario) -> Segments {
+        let _ = scenario;
+        Segments::ONE
     }
 
     /// The headline numbers of one variant.
@@ -141,7 +150,8 @@ pub fn run_figure(
         let mut s = scenario(text, seed, duration)?;
         fig.prepare(name, &mut s);
         let mut p = Progress::new(&format!("{fig_name}/{name}"));
-        let run = sim::run_scenario(&s, progress.then_some(&mut p));
+        let seg = fig.segments(&s);
+        let run = segment::run_segmented(&s, &seg, progress.then_some(&mut p));
         match run {
             Ok(r) => {
                 let h = fig.headline(&r);
