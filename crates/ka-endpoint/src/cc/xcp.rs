@@ -296,7 +296,7 @@ impl Controller for Xcp {
         Some(gain * self.cwnd / base)
     }
 
-    fn requires_pacing(&self) -> bool {
+    fn rate_based(&self) -> bool {
         matches!(self.variant, XcpVariant::Rate | XcpVariant::PureRate)
     }
 
@@ -413,7 +413,7 @@ mod tests {
         let t0 = Instant::now();
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Rate, MSS, 10 * MSS);
-        assert!(c.requires_pacing());
+        assert!(c.rate_based());
         c.on_ack(t0, t0, 0, false, &r);
         c.on_feedback(t0, t0, 10_000, &r);
         assert_eq!(c.cwnd(), 10 * MSS, "nothing applied yet");
@@ -448,7 +448,7 @@ mod tests {
         }
         assert!(r.srtt().unwrap() > ms(190));
         let mut c = Xcp::new(XcpVariant::PureRate, MSS, 10 * MSS);
-        assert!(c.requires_pacing());
+        assert!(c.rate_based());
         assert_eq!(c.name(), "xcp-rate-pure");
         // 10 000 B over the 100 ms minimum, not over srtt (which would
         // halve it): the queue does not slow the sender.

@@ -15,17 +15,24 @@
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
+//! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
+//! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
+//! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
+pub mod dcc;
 mod figures;
+mod other;
 mod xcp;
 mod xcp_fct;
 
 pub use aqm::Aqm;
+pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use other::{Other, max_min_rates};
 pub use xcp::XcpTransient;
 pub use xcp_fct::XcpFct;
 
@@ -96,6 +103,11 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &XcpTransient::Fig6,
         &XcpTransient::Fig7,
         &XcpFct,
+        &Dcc::Fig2,
+        &Dcc::Udp,
+        &Other::Rtt,
+        &Other::FiveBn,
+        &Other::Dc,
     ]
 }
 
