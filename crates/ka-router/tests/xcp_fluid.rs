@@ -353,6 +353,26 @@ fn spare_capacity_is_taken_up_within_five_intervals_when_flows_leave() {
     sim.assert_fair(&remaining, 27_000, 30_000);
 }
 
+/// A DCC middlebox halves C (`Port::set_capacity`): the stage's φ uses the
+/// new C, so the flows settle at the new C/N with a small queue (without
+/// it φ aims at the old C: the shaper still holds the rates at C/N, but
+/// the persistent queue keeps growing — this test's queue check fails).
+#[test]
+fn a_new_capacity_moves_the_fair_share() {
+    let mut sim = Sim::new(&uneven(10));
+    sim.run_until(15_000);
+    sim.port
+        .set_capacity(sim.t0 + Duration::from_millis(15_000), C_BPS / 2);
+    sim.run_until(30_000);
+    let fair = C / 2.0 / 10.0;
+    let rates: Vec<f64> = (0..10).map(|i| sim.rate(i, 27_000, 30_000)).collect();
+    assert!(
+        rates.iter().all(|&r| (r - fair).abs() <= 0.05 * fair),
+        "fair {fair:.0} B/s, rates {rates:.0?}"
+    );
+    assert!(sim.persistent_queue(27_000, 30_000) < 5);
+}
+
 #[test]
 fn each_interval_hands_out_phi_plus_shuffling() {
     let mut sim = Sim::new(&uneven(10));

@@ -384,6 +384,12 @@ impl Signaller for XcpSignal {
         (packet, None)
     }
 
+    /// A middlebox moved C (B/ms): the next control interval's φ uses the
+    /// new C; the interval in progress keeps the feedback it computed.
+    fn set_capacity(&mut self, _t: Nanos, capacity: f64) {
+        self.capacity = capacity.max(0.0) * 1e3;
+    }
+
     fn rate(&self) -> f64 {
         if self.last.flows <= 0.0 {
             return 0.0;
