@@ -14,8 +14,10 @@
 //! parallel ([`crate::segment`]: 0–1825 s and 1725–3700 s, the second's
 //! first 100 s discarded as its warm-up, the first run on for a 200 s
 //! drain so its flows finish under full load): ≈ 2000 simulated s per core
-//! instead of 3700 on one, which brings every variant under 3 minutes on a
-//! two-core machine. `ka-sim run scenarios/xcp-fig8-*.toml` is the same
+//! instead of 3700 on one. From the CPU time of a full run (0.97 µs per
+//! event, `docs/PERFORMANCE.md`) that is ≈ 105–140 s per variant on two
+//! free cores for TCP, XCP and RCP and ≈ 190 s for KA, which does the most
+//! work per packet. `ka-sim run scenarios/xcp-fig8-*.toml` is the same
 //! experiment as one ordinary run.
 //!
 //! Flow sizes are grouped into buckets of equal width on a log scale (four
