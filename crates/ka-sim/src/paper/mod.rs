@@ -71,7 +71,7 @@ pub trait Experiment: Sync {
     }
 
     /// How to cut a variant's run in time and run the pieces in parallel
-    /// ([`segment`](crate::segment)). Default: one segment, an ordinary
+    /// ([`segment`]). Default: one segment, an ordinary
     /// run.
     fn segments(&self, scenario: &Scenario) -> Segments {
         let _ = scenario;
