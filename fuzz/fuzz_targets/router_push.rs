@@ -3,8 +3,8 @@
 //! `poll_timeout` / `poll_transmit`: never panics, everything queued comes
 //! out or is counted as dropped by the queue discipline, counters add up.
 //!
-//! Input layout: byte 0 picks the signalling kind, `ipv6_signal`, the delay
-//! and the queue limit; byte 1 picks the queue discipline (drop-tail, RED,
+//! Input layout: byte 0 picks the signalling kind (KA, native RCP, none,
+//! XCP), `ipv6_signal`, the delay and the queue limit; byte 1 picks the queue discipline (drop-tail, RED,
 //! FQ-CoDel; the high bits scale their knobs down so a small queue reaches
 //! their early drops, marks and overflow paths) and the seed; then records
 //! of `[gap: u8][len: u16 BE][len bytes]` (gap in units of 50 µs), the
@@ -49,10 +49,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let (sel, qsel, mut rest) = (*sel, *qsel, rest);
     let mut cfg = PortConfig::new(10_000_000);
-    cfg.signalling = match sel % 3 {
+    cfg.signalling = match sel % 5 {
         0 => Signalling::Ka,
         1 => Signalling::NativeRcp,
-        _ => Signalling::None,
+        2 => Signalling::None,
+        _ => Signalling::Xcp,
     };
     cfg.ipv6_signal = sel & 0x04 != 0;
     cfg.queue_limit = usize::from(sel >> 3);

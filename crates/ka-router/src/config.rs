@@ -35,6 +35,11 @@ pub enum Signalling {
     NativeRcp,
     /// Plain drop-tail port: shapes, delays and counts, never signals.
     None,
+    /// XCP router (DESIGN §8.4): lower `H_feedback` of the IPv4 XCP option
+    /// (type 94) to the window change the efficiency and fairness
+    /// controllers allocate to the packet ([`crate::signal::XcpSignal`],
+    /// knobs in [`PortConfig::xcp`]); never fragment. No TCP mode.
+    Xcp,
 }
 
 /// Which queue length q the RCP update sees.
@@ -139,6 +144,30 @@ impl Default for RcpConfig {
     }
 }
 
+/// Knobs of the XCP controller (DESIGN §8.4; Katabi, Handley, Rohrs,
+/// SIGCOMM 2002, §3.5): see [`crate::signal::xcp`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct XcpConfig {
+    /// α, weight of the spare-bandwidth term of the efficiency controller
+    /// `φ = α·d·(C − y) − β·Q`. Default 0.4.
+    pub alpha: f64,
+    /// β, weight of the persistent-queue term. Default 0.226.
+    pub beta: f64,
+    /// γ, the share of the traffic the fairness controller shuffles every
+    /// control interval: `h = max(0, γ·y·d − |φ|)`. Default 0.1.
+    pub gamma: f64,
+}
+
+impl Default for XcpConfig {
+    fn default() -> Self {
+        Self {
+            alpha: 0.4,
+            beta: 0.226,
+            gamma: 0.1,
+        }
+    }
+}
+
 /// Knobs of the router's TCP-mode detector (DESIGN §4.4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModeConfig {
@@ -210,6 +239,9 @@ pub struct PortConfig {
     /// The controller [`crate::Port::new`] builds. Default
     /// [`ControllerKind::Rcp`].
     pub controller: ControllerKind,
+    /// XCP controller knobs (used by [`crate::Port::new`] with
+    /// [`Signalling::Xcp`]).
+    pub xcp: XcpConfig,
     /// TCP-mode detector knobs.
     pub mode: ModeConfig,
     /// Decrement IPv4 TTL / IPv6 hop limit once per packet, dropping packets
@@ -240,6 +272,7 @@ impl PortConfig {
             dither: false,
             rcp: RcpConfig::default(),
             controller: ControllerKind::Rcp,
+            xcp: XcpConfig::default(),
             mode: ModeConfig::default(),
             decrement_ttl: true,
             scale: Scale::PAPER,
@@ -274,6 +307,9 @@ impl PortConfig {
             ("rtt_gain", r.rtt_gain),
             ("threshold_frac", self.mode.threshold_frac),
             ("foreign_frac", self.mode.foreign_frac),
+            ("xcp_alpha", self.xcp.alpha),
+            ("xcp_beta", self.xcp.beta),
+            ("xcp_gamma", self.xcp.gamma),
         ] {
             if !finite_nonneg(v) {
                 return Err(ConfigError::BadValue(name));
@@ -326,6 +362,10 @@ impl PortConfig {
         if self.rcp.max_interval.is_zero() {
             self.rcp.max_interval = def.max_interval;
         }
+        let xd = XcpConfig::default();
+        self.xcp.alpha = fix(self.xcp.alpha, xd.alpha);
+        self.xcp.beta = fix(self.xcp.beta, xd.beta);
+        self.xcp.gamma = fix(self.xcp.gamma, xd.gamma);
         self.mode.threshold_frac = fix(self.mode.threshold_frac, 0.5);
         self.mode.foreign_frac = fix(self.mode.foreign_frac, 0.1).min(1.0);
         if self.initial_rtt.is_zero() {

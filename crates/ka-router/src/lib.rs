@@ -43,14 +43,16 @@
 //! push(now, pkt) → ingress (validate, TTL−1) → signalling stage sees the arrival
 //!   (RTT indicator? → d; y) → queue discipline (drop-tail | RED | FQ-CoDel)
 //!   → shaper: dequeue when the link is free → signalling stage on dequeue
-//!   (KA: stamp = fragment; native RCP: lower the option) → serialise at C
+//!   (KA: stamp = fragment; native RCP: lower the option; XCP: lower
+//!   H_feedback) → serialise at C
 //!   → delay line (+delay) → poll_transmit(now)
 //! ```
 //!
 //! The port is a pipeline of swappable stages: the queue discipline is a
 //! [`QueueDiscipline`] trait object ([`qdisc`], one file per discipline)
 //! and the signalling is a [`Signaller`] trait object ([`signal`]: the
-//! explicit-rate [`RateSignal`] with the KA, native-RCP or no carrier).
+//! explicit-rate [`RateSignal`] with the KA, native-RCP or no carrier, or
+//! XCP's window-feedback controller [`XcpSignal`], DESIGN §8.4).
 //! Any discipline combines with any signalling; the KA TCP-mode detector
 //! and RCP's q read the discipline's occupancy, whatever it is. The
 //! sojourn time of every dequeued packet is recorded
@@ -252,7 +254,7 @@ pub use classify::MAX_PACKET_LEN;
 pub use classify::PacketKind;
 pub use config::{
     ConfigError, ControllerKind, ModeConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate,
-    Signalling,
+    Signalling, XcpConfig,
 };
 pub use controller::{
     Crowd, CrowdConfig, MAX_BATCH_ITERATIONS, Measurement, PacketInfo, RateController, Rcp, TcpInfo,
@@ -262,7 +264,7 @@ pub use native::lower_rcp_option;
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};
 pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
 pub use signal::rate::IPV6_IDENT_START;
-pub use signal::{RateSignal, Signaller};
+pub use signal::{RateSignal, Signaller, XcpInterval, XcpSignal};
 pub use stamp::{
     DEFAULT_SATURATE_MIN_PAYLOAD, Skip, StampConfig, Stamped, is_ipv6_indicator, stamp_ipv4,
     stamp_ipv4_with, stamp_ipv6, stamp_ipv6_with,

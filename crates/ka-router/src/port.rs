@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use ka_codec::Code;
 
 use crate::classify::{self, Kind, Reject};
-use crate::config::{ControllerKind, PortConfig};
+use crate::config::{ControllerKind, PortConfig, Signalling};
 use crate::controller::{Crowd, RateController, Rcp};
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
 use crate::shaper::{DelayLine, Shaper};
-use crate::signal::{QueueState, RateSignal, Signaller};
+use crate::signal::{QueueState, RateSignal, Signaller, XcpSignal};
 use crate::stats::{Counters, PortSnapshot, SojournHistogram};
 use crate::time::{Clock, duration_ns};
 
@@ -83,10 +83,15 @@ impl std::fmt::Debug for Port {
 }
 
 impl Port {
-    /// A port with the controller `config.controller` selects (by default
-    /// [`Rcp`]), starting at `now`.
+    /// A port starting at `now`: with [`Signalling::Xcp`] its signalling
+    /// stage is an [`XcpSignal`]; otherwise the controller
+    /// `config.controller` selects (by default [`Rcp`]) with the carrier
+    /// `config.signalling`.
     pub fn new(config: PortConfig, now: Instant) -> Self {
         let config = config.sanitized();
+        if config.signalling == Signalling::Xcp {
+            return Self::with_signaller(config, Box::new(XcpSignal::new(&config)), now);
+        }
         let c = config.capacity_bytes_per_ms();
         let controller: Box<dyn RateController> = match config.controller {
             ControllerKind::Rcp => Box::new(Rcp::new(config.rcp, c)),
@@ -96,7 +101,9 @@ impl Port {
     }
 
     /// A port with any rate controller, starting at `now`; its signalling
-    /// stage is a [`RateSignal`] with the carrier `config.signalling`.
+    /// stage is a [`RateSignal`] with the carrier `config.signalling`
+    /// ([`Signalling::Xcp`] is no rate carrier: such a port only shapes;
+    /// use [`Port::new`]).
     ///
     /// The configuration is clamped as [`PortConfig::validate`] describes.
     pub fn with_controller(
@@ -141,6 +148,12 @@ impl Port {
     /// The (sanitised) configuration.
     pub fn config(&self) -> &PortConfig {
         &self.config
+    }
+
+    /// The signalling stage (read-only; see [`Signaller::as_any`] for its
+    /// own diagnostics).
+    pub fn signaller(&self) -> &dyn Signaller {
+        self.signal.as_ref()
     }
 
     /// A packet arrives (a whole IP packet, no link header).
@@ -208,6 +221,28 @@ impl Port {
     /// evaluated lazily and never need a wake-up.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let deq = (!self.queue.is_empty()).then(|| self.shaper.free_at());
+        let rel = self.delay_line.next_release();
+        let t = match (deq, rel) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(self.clock.instant(t))
+    }
+
+    /// A lower bound of the next departure: no [`Port::poll_transmit`]
+    /// returns anything before it. `None` = nothing queued or in flight.
+    ///
+    /// The earlier of the delay line's next release and, if packets are
+    /// queued, the moment the link is free plus the propagation delay (a
+    /// piece dequeued then leaves one serialisation later still). With a
+    /// delay it is later than [`Port::poll_timeout`]'s dequeue instants, so
+    /// a driver that only forwards what departs can sleep through the
+    /// dequeues: the port processes them exactly, in time order, whenever
+    /// it is next advanced, and its results do not depend on when that is.
+    /// Without a delay it equals [`Port::poll_timeout`].
+    pub fn next_departure(&self) -> Option<Instant> {
+        let deq =
+            (!self.queue.is_empty()).then(|| self.shaper.free_at().saturating_add(self.delay_ns));
         let rel = self.delay_line.next_release();
         let t = match (deq, rel) {
             (Some(a), Some(b)) => a.min(b),

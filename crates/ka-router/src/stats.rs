@@ -48,6 +48,9 @@ pub struct Counters {
     /// Leading fragments given the next code above encode(R) by
     /// [`crate::PortConfig::dither`].
     pub dithered_up: u64,
+    /// XCP options whose `H_feedback` this port lowered
+    /// ([`crate::Signalling::Xcp`]).
+    pub xcp_feedback_lowered: u64,
 }
 
 /// A read-only view of a port's state and counters.

@@ -7,6 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use ka_codec::XcpOption;
+use ka_codec::xcp_option;
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::{
     ControllerKind, CrowdConfig, DropReason, ModeConfig, Port, PortConfig, PushOutcome,
@@ -38,6 +40,7 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
             seg[13] = flags;
             common::ipv4(&seg, &[], false, false, 0, port, 64, 6)
         }),
+        xcp_packet(),
     ];
     // Any ECN codepoint, so the disciplines' marking paths run too.
     let valid = (valid, 0u8..4).prop_map(|(mut p, e)| {
@@ -70,11 +73,36 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// An IPv4 packet carrying the XCP option (DESIGN §8.4) with any header
+/// values, after 0–3 NOPs (so the feedback field sits at any alignment).
+fn xcp_packet() -> impl Strategy<Value = Vec<u8>> {
+    (
+        0usize..1500,
+        any::<u32>(),
+        prop_oneof![Just(0u32), 1u32..2_000_000, any::<u32>()],
+        any::<i32>(),
+        0usize..4,
+        any::<u16>(),
+    )
+        .prop_map(|(n, cwnd, rtt, feedback, nops, ident)| {
+            let opt = XcpOption {
+                cwnd_bytes: cwnd,
+                rtt_us: rtt,
+                feedback_bytes: feedback,
+            };
+            let mut options = vec![1u8; nops];
+            options.extend_from_slice(&opt.to_bytes());
+            options.resize(options.len().div_ceil(4) * 4, 0);
+            common::ipv4(&vec![5; n], &options, false, false, 0, ident, 64, 17)
+        })
+}
+
 fn signalling() -> impl Strategy<Value = Signalling> {
     prop_oneof![
         Just(Signalling::Ka),
         Just(Signalling::NativeRcp),
-        Just(Signalling::None)
+        Just(Signalling::None),
+        Just(Signalling::Xcp),
     ]
 }
 
@@ -239,5 +267,77 @@ proptest! {
         if sig != Signalling::Ka {
             prop_assert_eq!(c.fragments_made, 0);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// An XCP port only ever lowers `H_feedback`, changes nothing else but
+    /// the TTL and the header checksum (which stays valid), and never
+    /// fragments.
+    #[test]
+    fn xcp_port_only_lowers_feedback(
+        packets in prop::collection::vec((xcp_packet(), 0u64..40_000_000), 1..96),
+        alpha in 0.0f64..2.0,
+        beta in 0.0f64..2.0,
+        gamma in 0.0f64..1.0,
+        rate_mbit in 1u64..200,
+    ) {
+        let t0 = Instant::now();
+        let mut cfg = PortConfig::new(rate_mbit * 1_000_000);
+        cfg.signalling = Signalling::Xcp;
+        cfg.xcp = ka_router::XcpConfig { alpha, beta, gamma };
+        cfg.queue_limit = 1000;
+        let mut port = Port::new(cfg, t0);
+        let mut t = t0;
+        let mut sent = std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for (k, (mut p, gap)) in packets.into_iter().enumerate() {
+            // Unique identification per packet, to match input and output.
+            let id = k as u16;
+            p[4..6].copy_from_slice(&id.to_be_bytes());
+            p[10] = 0;
+            p[11] = 0;
+            let hl = usize::from(p[0] & 0xF) * 4;
+            let c = ka_codec::wire::checksum::checksum(&p[..hl]);
+            p[10..12].copy_from_slice(&c.to_be_bytes());
+            t += Duration::from_nanos(gap);
+            sent.insert(id, p.clone());
+            prop_assert_eq!(port.push(t, p), PushOutcome::Queued);
+            while let Some(p) = port.poll_transmit(t) {
+                out.push(p);
+            }
+        }
+        while let Some(next) = port.poll_timeout() {
+            t = t.max(next);
+            while let Some(p) = port.poll_transmit(t) {
+                out.push(p);
+            }
+        }
+        prop_assert_eq!(out.len(), sent.len());
+        let mut lowered = 0;
+        for p in &out {
+            prop_assert!(common::v4_checksum_ok(p));
+            let id = u16::from_be_bytes([p[4], p[5]]);
+            let orig = &sent[&id];
+            prop_assert_eq!(p.len(), orig.len());
+            let (at, o) = xcp_option::find_in_packet(p).unwrap().unwrap();
+            let (at0, i) = xcp_option::find_in_packet(orig).unwrap().unwrap();
+            prop_assert_eq!(at, at0);
+            prop_assert!(o.feedback_bytes <= i.feedback_bytes);
+            prop_assert_eq!((o.cwnd_bytes, o.rtt_us), (i.cwnd_bytes, i.rtt_us));
+            if o.feedback_bytes < i.feedback_bytes {
+                lowered += 1;
+            }
+            // Everything but TTL (8), checksum (10..12) and H_feedback.
+            for (j, (a, b)) in p.iter().zip(orig.iter()).enumerate() {
+                if j != 8 && j != 10 && j != 11 && !(at + 10..at + 14).contains(&j) {
+                    prop_assert_eq!(a, b, "byte {}", j);
+                }
+            }
+        }
+        prop_assert_eq!(port.snapshot().counters.xcp_feedback_lowered, lowered);
+        prop_assert_eq!(port.snapshot().counters.fragments_made, 0);
     }
 }

@@ -80,9 +80,9 @@
 //!   end-to-end TCP.
 //! * `local = "xcp"`: the aggregate port is an XCP router port at the
 //!   aggregate's rate (hosts of kind `xcp`/`xcp-rate`), the seed's first
-//!   experiment. It needs ka-sim's port kind `xcp`; in a build without it
-//!   the scenario is rejected and `ka-sim paper dcc-fig2` reports the
-//!   variant as pending ([`xcp_port_kind`]).
+//!   experiment: the middlebox tells each host its window change through
+//!   XCP's per-packet feedback (`ka_router::signal::xcp`), and a MulTCP
+//!   aggregate's changing rate moves the XCP stage's C.
 //!
 //! **The LCCP rate scale.** KA's paper scale cannot signal less than 120
 //! kbit/s; on the seed's 1 Mbit/s middle segment that is the share of 8
@@ -119,7 +119,6 @@ use ka_router::aggregate::{
     AggregateController, FeedbackQueue, MulTcp, MulTcpConfig, SegmentFeedback,
 };
 use ka_router::{Port, PortConfig, PushOutcome};
-use serde::de::IntoDeserializer;
 use serde::{Deserialize, Serialize};
 
 use crate::addr;
@@ -213,7 +212,7 @@ pub enum LocalSegment {
     Lccp,
     /// Plain TCP; the aggregate port is a drop-tail shaper.
     Tcp,
-    /// XCP in the local segment (needs the `xcp` port kind).
+    /// XCP in the local segment (an `xcp` port at the aggregate's rate).
     Xcp,
 }
 
@@ -296,14 +295,6 @@ fn mbps(v: f64) -> u64 {
     (v * 1e6).round().max(1.0) as u64
 }
 
-/// The `xcp` port kind, if this build's ka-sim has it (parsed by name, so
-/// this file needs no change when it lands).
-pub fn xcp_port_kind() -> Option<PortKind> {
-    let de: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
-        "xcp".into_deserializer();
-    PortKind::deserialize(de).ok()
-}
-
 impl DccTopology {
     /// MB's aggregate.
     pub fn reverse(&self) -> AggregateSpec {
@@ -322,25 +313,21 @@ impl DccTopology {
     }
 
     /// The signalling of the aggregate ports.
-    pub fn aggregate_port_kind(&self, agg: AggregateSpec) -> Result<PortKind, ScenarioError> {
+    pub fn aggregate_port_kind(&self, agg: AggregateSpec) -> PortKind {
         if agg == AggregateSpec::None {
-            return Ok(PortKind::Droptail);
+            return PortKind::Droptail;
         }
         match (self.local, self.lccp) {
-            (LocalSegment::Lccp, LccpCarrier::Ka) => Ok(PortKind::Ka),
-            (LocalSegment::Lccp, LccpCarrier::Rcp) => Ok(PortKind::Rcp),
-            (LocalSegment::Tcp, _) => Ok(PortKind::Droptail),
-            (LocalSegment::Xcp, _) => xcp_port_kind().ok_or_else(|| {
-                ScenarioError::Invalid(
-                    "dcc: local = \"xcp\" needs the `xcp` port kind, which this build lacks".into(),
-                )
-            }),
+            (LocalSegment::Lccp, LccpCarrier::Ka) => PortKind::Ka,
+            (LocalSegment::Lccp, LccpCarrier::Rcp) => PortKind::Rcp,
+            (LocalSegment::Tcp, _) => PortKind::Droptail,
+            (LocalSegment::Xcp, _) => PortKind::Xcp,
         }
     }
 
     /// The three hops `ma`, `middle`, `mb` (see the module docs).
     pub fn hops(&self) -> Vec<Hop> {
-        let kind = |a| self.aggregate_port_kind(a).unwrap_or(PortKind::Droptail);
+        let kind = |a| self.aggregate_port_kind(a);
         let (fwd, rev) = (self.aggregate, self.reverse());
         let local = |bps: u64| bps as f64 / 1e6;
         vec![
@@ -430,7 +417,6 @@ impl DccTopology {
                     }
                 }
             }
-            self.aggregate_port_kind(agg)?;
         }
         for g in groups {
             let to = g.to.unwrap_or(SITE_B);

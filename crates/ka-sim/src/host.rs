@@ -5,8 +5,8 @@
 //! Application behaviour (all of it is "what a program using sockets does";
 //! the TCP itself is entirely the endpoint core):
 //!
-//! * **Sized flows** (on-off, Poisson): connect, write the flow's bytes,
-//!   `close()`. The flow is finished for the sender once every byte and the
+//! * **Sized flows** (on-off, Poisson, long-lived with `size_pkts`):
+//!   connect, write the flow's bytes, `close()`. The flow is finished for the sender once every byte and the
 //!   FIN are acknowledged; an on-off sender then draws its next off time.
 //! * **Long-lived flows**: connect and keep the send buffer topped up to
 //!   twice the current window plus 256 KiB (so the sender is never
@@ -64,7 +64,9 @@ pub fn payload_per_packet(packet_bytes: usize) -> usize {
 pub fn payload_per_packet_of(kind: FlowKind, packet_bytes: usize) -> usize {
     let option = match kind {
         FlowKind::Rcp => ka_codec::RcpOption::LEN,
-        FlowKind::Xcp | FlowKind::XcpRate => ka_codec::XcpOption::PADDED_LEN,
+        FlowKind::Xcp | FlowKind::XcpRate | FlowKind::XcpRatePure => {
+            ka_codec::XcpOption::PADDED_LEN
+        }
         _ => 0,
     };
     payload_per_packet(packet_bytes)
@@ -115,14 +117,14 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.native_rcp = true;
             t.cc = CcAlgorithm::NewReno;
         }
-        FlowKind::Xcp | FlowKind::XcpRate => {
+        FlowKind::Xcp | FlowKind::XcpRate | FlowKind::XcpRatePure => {
             // XCP (DESIGN §8.4): no KA; NewReno if the receiver does not
             // answer XCP-Permitted (simulated receivers do).
             t.ka.enabled = false;
-            t.cc = if kind == FlowKind::Xcp {
-                CcAlgorithm::Xcp
-            } else {
-                CcAlgorithm::XcpRate
+            t.cc = match kind {
+                FlowKind::XcpRate => CcAlgorithm::XcpRate,
+                FlowKind::XcpRatePure => CcAlgorithm::XcpRatePure,
+                _ => CcAlgorithm::Xcp,
             };
         }
     }
@@ -162,6 +164,8 @@ enum Plan {
     LongLived {
         epochs: Vec<(SimTime, Option<SimTime>)>,
         next: usize,
+        /// Packets per flow (None = unbounded).
+        size: Option<u64>,
     },
     OnOff {
         sizes: SizeDist,
@@ -364,13 +368,13 @@ impl HostNode {
                 continue;
             }
             let (size, stop) = match &mut s.plan {
-                Plan::LongLived { epochs, next } => {
+                Plan::LongLived { epochs, next, size } => {
                     let Some(&(_, stop)) = epochs.get(*next) else {
                         return;
                     };
                     *next += 1;
                     s.next = epochs.get(*next).map(|e| e.0);
-                    (None, stop)
+                    (*size, stop)
                 }
                 // The next off period starts when this flow finishes.
                 Plan::OnOff { sizes, .. } => (Some(sizes.sample_pkts(&mut s.rng)), None),
@@ -595,6 +599,7 @@ impl Sender {
                 on_s,
                 period_s,
                 repeat,
+                size_pkts,
             } => {
                 let first = start_s + stagger_s * s.index_in_group as f64;
                 let epochs: Vec<(SimTime, Option<SimTime>)> = (0..*repeat)
@@ -604,7 +609,12 @@ impl Sender {
                     })
                     .collect();
                 let next = epochs.first().map(|e| e.0);
-                (Plan::LongLived { epochs, next: 0 }, next)
+                let plan = Plan::LongLived {
+                    epochs,
+                    next: 0,
+                    size: *size_pkts,
+                };
+                (plan, next)
             }
             Workload::OnOff { off_mean_s, sizes } => {
                 let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;
@@ -696,10 +706,8 @@ impl Node for HostNode {
             app.transmit(ctx, &mut self.txbuf);
             return;
         }
-        let now = ctx.instant();
-        if self.stack.poll_timeout().is_some_and(|t| t <= now) {
-            self.stack.handle_timeout(now);
-        }
+        // Runs only the timers that are due (nothing if none is).
+        self.stack.handle_timeout(ctx.instant());
         if ctx.now() < self.duration {
             self.run_workload(ctx);
         }

@@ -18,6 +18,10 @@
 //! * [`rng`]: per-sender ChaCha8 streams, exponential and bounded Pareto.
 //! * [`sim`] / [`metrics`] / [`output`] / [`plot`]: the run loop, the
 //!   time-binned series, `flows.csv`, `series.csv`, `summary.json`, SVGs.
+//! * [`segment`]: a long stationary run cut into time segments simulated in
+//!   parallel and stitched into one result (used by `paper xcp-fig8`).
+//! * [`paper`]: the published experiments (the Kick-Ass paper's figures,
+//!   the AQM comparison, the XCP-vs-RCP seed's figures).
 //!
 //! Determinism: the same scenario and seed give byte-identical output files
 //! (only the wall-clock fields of `summary.json` differ). The cores get
@@ -40,6 +44,7 @@ pub mod report;
 pub mod rng;
 pub mod router;
 pub mod scenario;
+pub mod segment;
 pub mod sim;
 pub mod sweep;
 pub mod udp;

@@ -177,6 +177,7 @@ pub fn port_config(
         PortKind::Ka => Signalling::Ka,
         PortKind::Rcp => Signalling::NativeRcp,
         PortKind::Droptail => Signalling::None,
+        PortKind::Xcp => Signalling::Xcp,
     };
     if let Some(v) = knobs.alpha {
         c.rcp.alpha = v;
@@ -218,6 +219,15 @@ pub fn port_config(
                 ..ka_router::CrowdConfig::default()
             }),
         };
+    }
+    if let Some(v) = knobs.xcp_alpha {
+        c.xcp.alpha = v;
+    }
+    if let Some(v) = knobs.xcp_beta {
+        c.xcp.beta = v;
+    }
+    if let Some(v) = knobs.xcp_gamma {
+        c.xcp.gamma = v;
     }
     if let Some(v) = knobs.rcp_update {
         c.rcp.update = match v {

@@ -254,6 +254,7 @@ pub fn port_label(k: PortKind) -> &'static str {
         PortKind::Ka => "ka",
         PortKind::Rcp => "rcp",
         PortKind::Droptail => "droptail",
+        PortKind::Xcp => "xcp",
     }
 }
 

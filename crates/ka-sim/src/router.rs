@@ -206,13 +206,16 @@ impl RouterNode {
         }
     }
 
-    /// The earliest time a port has work.
+    /// The earliest time a port can have something to send
+    /// ([`Port::next_departure`]): the ports' dequeues before it need no
+    /// wake-up of their own (a port processes them exactly whenever it is
+    /// advanced), which saves one event per packet on a link with a delay.
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.port_ifaces
             .iter()
             .filter_map(|&i| match self.egress.get(i) {
                 Some(Egress::Port(slot)) => {
-                    let port = slot.port.poll_timeout().map(|t| self.clock.sim_time(t));
+                    let port = slot.port.next_departure().map(|t| self.clock.sim_time(t));
                     let hook = slot.middlebox.as_ref().map(|h| h.next_wakeup());
                     port.into_iter().chain(hook).min()
                 }

@@ -11,10 +11,11 @@
 //! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line | dcc
 //! capacity_mbps = 150.0
 //! rtt_ms = 100.0
-//! port = "ka"                # ka | rcp | droptail
+//! port = "ka"                # ka | rcp | xcp | droptail
 //!
 //! [[group]]
 //! name = "ka"
+//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | xcp-rate-pure
 //! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | pcc
 //!                            # | udp-lccp | udp-cbr (with cbr_mbps)
 //! count = 32
@@ -111,6 +112,9 @@ pub enum PortKind {
     Rcp,
     /// Plain drop-tail.
     Droptail,
+    /// XCP router (DESIGN §8.4): lowers the feedback of the IPv4 XCP
+    /// option; knobs `xcp_alpha`, `xcp_beta`, `xcp_gamma` in `[router]`.
+    Xcp,
 }
 
 /// The network: a line of routers (see module docs).
@@ -283,7 +287,9 @@ impl Default for Access {
     }
 }
 
-/// Router port knobs (DESIGN §4.3/4.4); unset = the router's defaults.
+/// Router port knobs (DESIGN §4.3/4.4, §8.4); unset = the router's
+/// defaults. `alpha`/`beta` are RCP's (KA and native-RCP ports),
+/// `xcp_*` XCP's.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterKnobs {
@@ -314,6 +320,12 @@ pub struct RouterKnobs {
     pub controller: Option<ControllerKnob>,
     /// `crowd` only: its caution (`ka_router::CrowdConfig::caution`).
     pub crowd_caution: Option<f64>,
+    /// XCP α of `xcp` ports (default 0.4).
+    pub xcp_alpha: Option<f64>,
+    /// XCP β of `xcp` ports (default 0.226).
+    pub xcp_beta: Option<f64>,
+    /// XCP γ of `xcp` ports (default 0.1).
+    pub xcp_gamma: Option<f64>,
     /// How a control interval updates R: `"exponential"` (R·eˣ, the
     /// default) or `"linear"` (R·(1 + x), DESIGN §4.3's formula; see
     /// `ka_router::RcpUpdate`).
@@ -449,6 +461,10 @@ pub enum FlowKind {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2).
     #[serde(rename = "xcp-rate")]
     XcpRate,
+    /// XCP, purely rate-based: paced at cwnd / min RTT
+    /// (`ka_endpoint::XcpVariant::PureRate`).
+    #[serde(rename = "xcp-rate-pure")]
+    XcpRatePure,
     /// Plain TCP (no KA) with the rate-based PCC Vivace controller
     /// (the paper's testbed baseline, §IV-A).
     #[serde(rename = "pcc")]
@@ -473,6 +489,7 @@ impl FlowKind {
             FlowKind::TcpCubic => "tcp-cubic",
             FlowKind::Xcp => "xcp",
             FlowKind::XcpRate => "xcp-rate",
+            FlowKind::XcpRatePure => "xcp-rate-pure",
             FlowKind::Pcc => "pcc",
             FlowKind::UdpLccp => "udp-lccp",
             FlowKind::UdpCbr => "udp-cbr",
@@ -556,7 +573,10 @@ impl RttSpec {
 pub enum Workload {
     /// Unbounded flows: host i starts at `start_s + i·stagger_s` and sends
     /// for `on_s` (default: until the end); with `period_s`, this repeats
-    /// `repeat` times, each time as a new connection (flow).
+    /// `repeat` times, each time as a new connection (flow). With
+    /// `size_pkts`, each flow is finite instead: it sends that many packets
+    /// and closes (seed `xcp-vs-rcp.txt` §4: flows of "limited length"
+    /// starting at fixed times).
     LongLived {
         /// First start, s. Default 0.
         #[serde(default)]
@@ -573,6 +593,10 @@ pub enum Workload {
         /// Number of flows per host. Default 1.
         #[serde(default = "one_u32")]
         repeat: u32,
+        /// Size of each flow, packets (then `on_s` must be unset). Default:
+        /// unbounded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size_pkts: Option<u64>,
     },
     /// Paper §III-B: start off; wait Exp(off_mean); send a flow of a bounded
     /// Pareto (or empirical-CDF) size to completion; repeat.
@@ -747,7 +771,15 @@ impl Scenario {
                     on_s,
                     period_s,
                     repeat,
+                    size_pkts,
                 } => {
+                    if size_pkts.is_some_and(|n| n == 0) || (size_pkts.is_some() && on_s.is_some())
+                    {
+                        return bad(format!(
+                            "group {}: size_pkts must be >= 1 and excludes on_s",
+                            g.name
+                        ));
+                    }
                     let fine = |v: f64| v.is_finite() && v >= 0.0;
                     if !(fine(*start_s)
                         && fine(*stagger_s)
@@ -985,6 +1017,30 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         assert_eq!(t.min_rto, Duration::from_millis(5));
         assert_ne!(TcpConfig::default().initial_rto, t.initial_rto);
         assert!(Scenario::from_toml(&with("initial_rto_ms = 0.0")).is_err());
+    }
+
+    #[test]
+    fn finite_long_lived_flows() {
+        let lived = |extra: &str| {
+            FIG3.replace(
+                "type = \"on-off\"\noff_mean_s = 0.5\nsizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }",
+                &format!("type = \"long-lived\"\nstart_s = 10.0\n{extra}"),
+            )
+        };
+        let s = Scenario::from_toml(&lived("size_pkts = 5000")).unwrap();
+        assert!(matches!(
+            s.groups[0].workload,
+            Workload::LongLived {
+                size_pkts: Some(5000),
+                ..
+            }
+        ));
+        assert_eq!(Scenario::from_toml(&s.to_toml()).unwrap(), s);
+        assert!(Scenario::from_toml(&lived("size_pkts = 0")).is_err());
+        assert!(Scenario::from_toml(&lived("size_pkts = 10\non_s = 5.0")).is_err());
+        // Unbounded flows do not write the key.
+        let s = Scenario::from_toml(&lived("")).unwrap();
+        assert!(!s.to_toml().contains("size_pkts"));
     }
 
     #[test]

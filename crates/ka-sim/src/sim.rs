@@ -239,9 +239,14 @@ where
                 series.push(next, Metric::KaMode, e, f64::from(u8::from(f.ka_mode)));
             }
         }
-        for f in world.flows.iter_mut() {
-            f.bin_bytes = 0;
-            f.bin_wire_bytes = 0;
+        // Only tracked flows count per bin (`World::received`, the hosts'
+        // wire counter): resetting every flow ever opened would make each
+        // bin cost O(all flows), quadratic in a long Poisson run.
+        for &id in &world.tracked {
+            if let Some(f) = world.flows.get_mut(id as usize) {
+                f.bin_bytes = 0;
+                f.bin_wire_bytes = 0;
+            }
         }
         t = next;
         if let Some(p) = progress.as_deref_mut() {

@@ -95,6 +95,8 @@ impl UdpApp {
                         on_s,
                         period_s,
                         repeat,
+                        // a CBR source runs for its epochs, not a size
+                        size_pkts: _,
                     } => {
                         let first = start_s + stagger_s * s.index_in_group as f64;
                         (0..repeat)

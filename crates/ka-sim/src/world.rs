@@ -61,7 +61,7 @@ pub struct FlowRecord {
     pub stop: Option<SimTime>,
     /// Bytes the receiver's application has read.
     pub received: u64,
-    /// Bytes read in the current series bin.
+    /// Bytes read in the current series bin (tracked flows only).
     pub bin_bytes: u64,
     /// IP bytes that arrived at the receiver host in the current series bin
     /// (tracked flows only; see `Metric::WireBps`).
@@ -160,7 +160,9 @@ impl World {
             return false;
         };
         f.received += n;
-        f.bin_bytes += n;
+        if f.tracked {
+            f.bin_bytes += n;
+        }
         if f.end.is_none() && f.size_bytes.is_some_and(|s| f.received >= s) {
             f.end = Some(now);
             return true;

@@ -43,13 +43,15 @@ fn group_wire_bps(r: &RunResult, group: usize, from: f64, to: f64) -> Vec<f64> {
 
 /// The SLA rate is held within 1 %: the middlebox's aggregate port sends
 /// at exactly its SLA (2 Mbit/s, the middle segment has 10) once its hosts
-/// keep it busy, with LCCP (KA and RCP carriers) and with plain TCP.
+/// keep it busy, with LCCP (KA and RCP carriers), with plain TCP and with
+/// XCP in the local segment.
 #[test]
 fn sla_rate_is_held_within_1_percent() {
     for (local, kind) in [
         ("local = \"lccp\"\nlccp = \"ka\"", "ka"),
         ("local = \"lccp\"\nlccp = \"rcp\"", "rcp"),
         ("local = \"tcp\"", "tcp-newreno"),
+        ("local = \"xcp\"", "xcp"),
     ] {
         let r = run(&dcc(
             "sla",
@@ -61,6 +63,14 @@ fn sla_rate_is_held_within_1_percent() {
         ));
         let ma = r.hops.iter().find(|h| h.name == "ma").unwrap();
         assert_eq!(ma.capacity_bps, 2_000_000);
+        // XCP local: the aggregate port is an XCP router that cut the
+        // hosts' requested feedback.
+        assert_eq!(
+            ma.forward.xcp_feedback_lowered > 0,
+            kind == "xcp",
+            "{kind}: {} XCP options lowered",
+            ma.forward.xcp_feedback_lowered
+        );
         // Everything the aggregate port sends reaches the hosts' receivers
         // (IP bytes, fragment headers included); the per-bin utilisation
         // is clamped at 1 and too coarse at 2 Mbit/s (16 packets a bin).
@@ -301,15 +311,8 @@ fn dcc_scenarios_are_checked() {
     assert!(base("", "from = 1\nto = 2").is_ok());
     assert!(err(base("aggregate = { kind = \"multcp\", weight = 0.5 }", "")).contains("weight"));
     assert!(base("aggregate = { kind = \"sla\", rate = 1.0 }", "").is_err());
-    let xcp = base("local = \"xcp\"", "");
-    let fig2_xcp = Scenario::from_toml(ka_sim::paper::dcc::XCP_TOML);
-    match ka_sim::dcc::xcp_port_kind() {
-        Some(_) => assert!(xcp.is_ok() && fig2_xcp.is_ok()),
-        None => {
-            assert!(err(xcp).contains("`xcp` port kind"));
-            assert!(err(fig2_xcp).contains("`xcp` port kind"));
-        }
-    }
+    assert!(base("local = \"xcp\"", "").is_ok());
+    assert!(Scenario::from_toml(ka_sim::paper::dcc::XCP_TOML).is_ok());
     // UDP kinds need a rate and a long-lived workload; others take none.
     let udp = |extra: &str| {
         Scenario::from_toml(&dcc("u", 1.0, "", &long_lived("g", "udp-lccp", 1, extra)))

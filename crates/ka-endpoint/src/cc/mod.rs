@@ -215,6 +215,9 @@ pub enum CcAlgorithm {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
     /// does not take it up.
     XcpRate,
+    /// XCP, purely rate-based ([`XcpVariant::PureRate`]); NewReno if the
+    /// peer does not take it up.
+    XcpRatePure,
     /// PCC Vivace (rate-based; see [`Pcc`]).
     Pcc,
 }
@@ -225,6 +228,7 @@ impl CcAlgorithm {
         match self {
             CcAlgorithm::Xcp => Some(XcpVariant::Window),
             CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
+            CcAlgorithm::XcpRatePure => Some(XcpVariant::PureRate),
             CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc => None,
         }
     }
@@ -255,7 +259,7 @@ impl CcAlgorithm {
                 initial_window,
                 ..CubicConfig::default()
             })),
-            CcAlgorithm::Xcp | CcAlgorithm::XcpRate => {
+            CcAlgorithm::Xcp | CcAlgorithm::XcpRate | CcAlgorithm::XcpRatePure => {
                 let variant = self.xcp_variant().unwrap_or_default();
                 Box::new(Xcp::new(variant, mss, initial_window))
             }

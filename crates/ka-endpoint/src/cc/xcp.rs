@@ -45,6 +45,14 @@
 //!   At most [`Xcp::MAX_RAMPS`] (4096) ramps run at once (one per ACK, so about a
 //!   window's worth of ACKs); beyond that a feedback is applied at once.
 //!   Ramps advance whenever the connection reports an ACK or feedback.
+//! * **Purely rate-based** ([`XcpVariant::PureRate`]): the same ramps, but
+//!   paced at `cwnd / min RTT`, and the flight may reach `2·cwnd + 2·MSS`.
+//!   Dividing by srtt (DESIGN §8.4's rate-based sender) makes a growing
+//!   queue slow the sender down by itself — a delay-based brake on top of
+//!   XCP's loop, which the seed's rate-based sender, whose state is the
+//!   inter-packet time (seed §3.1, §4.2), does not have. Without that brake
+//!   the longer control loop (feedback spread over an RTT) oscillates as
+//!   the seed's Fig. 6 shows; `ka-sim paper xcp-fig6` runs both.
 //!
 //! # Losses
 //!
@@ -74,6 +82,10 @@ pub enum XcpVariant {
     /// Rate-based (seed §4.2): paced at `cwnd/srtt`, each feedback spread
     /// over an srtt.
     Rate,
+    /// Purely rate-based: as [`XcpVariant::Rate`] but paced at
+    /// `cwnd / min RTT`, so the sending rate moves only with feedback and
+    /// not when queueing lengthens the RTT (see the module docs).
+    PureRate,
 }
 
 /// One rate-based feedback being applied: `slope` bytes per second until
@@ -196,7 +208,9 @@ impl Controller for Xcp {
         let fb = feedback as f64;
         let srtt = rtt.srtt().filter(|d| !d.is_zero());
         match (self.variant, srtt) {
-            (XcpVariant::Rate, Some(d)) if self.ramps.len() < Self::MAX_RAMPS => {
+            (XcpVariant::Rate | XcpVariant::PureRate, Some(d))
+                if self.ramps.len() < Self::MAX_RAMPS =>
+            {
                 let end = now + d;
                 let ramp = Ramp {
                     end,
@@ -236,6 +250,9 @@ impl Controller for Xcp {
         match self.variant {
             XcpVariant::Window => self.cwnd(),
             XcpVariant::Rate => self.cwnd() + 2 * self.mss,
+            // The flight at cwnd / min RTT is cwnd · srtt / min RTT: room
+            // for a queue of one base RTT before the window binds.
+            XcpVariant::PureRate => 2 * self.cwnd() + 2 * self.mss,
         }
     }
 
@@ -264,19 +281,23 @@ impl Controller for Xcp {
     /// Rate-based: exactly `cwnd / srtt` (seed §4.2). Window-based: the
     /// default (used only with TCP-mode pacing switched on).
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<f64> {
-        let srtt = rtt.srtt()?.as_secs_f64();
-        if srtt <= 0.0 {
+        let base = match self.variant {
+            XcpVariant::PureRate => rtt.min_rtt().or(rtt.srtt())?,
+            _ => rtt.srtt()?,
+        }
+        .as_secs_f64();
+        if base <= 0.0 {
             return None;
         }
         let gain = match self.variant {
             XcpVariant::Window => 1.2,
-            XcpVariant::Rate => 1.0,
+            XcpVariant::Rate | XcpVariant::PureRate => 1.0,
         };
-        Some(gain * self.cwnd / srtt)
+        Some(gain * self.cwnd / base)
     }
 
     fn rate_based(&self) -> bool {
-        self.variant == XcpVariant::Rate
+        matches!(self.variant, XcpVariant::Rate | XcpVariant::PureRate)
     }
 
     fn feedback_request(
@@ -307,6 +328,7 @@ impl Controller for Xcp {
         match self.variant {
             XcpVariant::Window => "xcp",
             XcpVariant::Rate => "xcp-rate",
+            XcpVariant::PureRate => "xcp-rate-pure",
         }
     }
 }
@@ -414,6 +436,36 @@ mod tests {
         c.on_ack(t0 + ms(900), t0 + ms(800), MSS, false, &r);
         assert_eq!(c.cwnd(), 8 * MSS);
         assert_eq!(c.ramps(), 0);
+    }
+
+    #[test]
+    fn pure_rate_variant_paces_at_the_window_over_the_min_rtt() {
+        let t0 = Instant::now();
+        let mut r = rtt(100);
+        // A queue builds: samples grow, the minimum stays at 100 ms.
+        for _ in 0..50 {
+            r.on_sample(ms(200));
+        }
+        assert!(r.srtt().unwrap() > ms(190));
+        let mut c = Xcp::new(XcpVariant::PureRate, MSS, 10 * MSS);
+        assert!(c.rate_based());
+        assert_eq!(c.name(), "xcp-rate-pure");
+        // 10 000 B over the 100 ms minimum, not over srtt (which would
+        // halve it): the queue does not slow the sender.
+        let p = c.pacing_rate(&r).unwrap();
+        assert!((p - 100_000.0).abs() < 1e-6, "{p}");
+        let srtt_paced = Xcp::new(XcpVariant::Rate, MSS, 10 * MSS)
+            .pacing_rate(&r)
+            .unwrap();
+        assert!(srtt_paced < 0.55 * p, "{srtt_paced}");
+        // Room for a base RTT of queue before the window binds.
+        assert_eq!(c.window(), 22 * MSS);
+        // Feedback still ramps over srtt.
+        c.on_ack(t0, t0, 0, false, &r);
+        c.on_feedback(t0, t0, 10_000, &r);
+        assert_eq!(c.cwnd(), 10 * MSS);
+        c.on_ack(t0 + r.srtt().unwrap(), t0, MSS, false, &r);
+        assert_eq!(c.cwnd(), 20 * MSS);
     }
 
     #[test]

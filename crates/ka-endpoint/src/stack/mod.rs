@@ -324,61 +324,31 @@ impl Stack {
             self.stats.packets_out += 1;
             return Some(pkt.len());
         }
-        let mut cursor = self.rr_cursor;
-        for _ in 0..self.conns.len() {
-            let next = self
-                .conns
-                .range(cursor.saturating_add(1)..)
-                .next()
-                .or_else(|| self.conns.iter().next())
-                .map(|(&k, _)| k);
-            let Some(id) = next else {
-                break;
-            };
-            cursor = id;
-            let Some(conn) = self.conns.get_mut(&id) else {
-                continue;
-            };
-            let (local, remote) = (conn.local_addr(), conn.remote_addr());
-            let base = if remote.is_ipv4() {
-                ipv4::MIN_HEADER_LEN
-            } else {
-                ipv6::HEADER_LEN
-            };
-            // Room for the native-RCP or XCP IPv4 option, if the connection
-            // may send one; a segment with less (or none) moves up.
-            let room = conn.ip_options_room();
-            let seg_buf = buf.get_mut(base + room..)?;
-            if let Some(t) = conn.poll_transmit(now, seg_buf) {
-                self.rr_cursor = id;
-                let ident = self.next_ident();
-                let mut opt_buf = [0u8; XcpOption::PADDED_LEN];
-                let opt_len = match (t.rcp_option, t.xcp_option) {
-                    (Some(o), _) if room >= RcpOption::LEN => o.emit(&mut opt_buf).ok()?,
-                    (_, Some(o)) if room >= XcpOption::PADDED_LEN => {
-                        o.emit_padded(&mut opt_buf).ok()?
-                    }
-                    _ => 0,
-                };
-                if opt_len != room {
-                    buf.copy_within(base + room..base + room + t.len, base + opt_len);
+        // Round robin: the connections after the last one that sent, then
+        // from the first up to it (each visited once).
+        let cursor = self.rr_cursor;
+        let out = Out {
+            ip_ident: &mut self.ip_ident,
+            rr_cursor: &mut self.rr_cursor,
+            packets_out: &mut self.stats.packets_out,
+            ttl: self.cfg.ttl,
+        };
+        let mut out = out;
+        let after = (cursor < u64::MAX).then(|| cursor + 1);
+        if let Some(from) = after {
+            for (&id, conn) in self.conns.range_mut(from..) {
+                match out.emit(id, conn, now, buf) {
+                    Emitted::Packet(n) => return Some(n),
+                    Emitted::Nothing => {}
+                    Emitted::Abort => return None,
                 }
-                let n = write_ip_header(
-                    buf,
-                    local.ip(),
-                    remote.ip(),
-                    t.len,
-                    t.dont_frag,
-                    ident,
-                    self.cfg.ttl,
-                    opt_buf.get(..opt_len)?,
-                )?;
-                if t.ecn != Ecn::NotEct {
-                    // cannot fail: a well-formed header was just written
-                    let _ = set_ecn(buf.get_mut(..n)?, t.ecn);
-                }
-                self.stats.packets_out += 1;
-                return Some(n);
+            }
+        }
+        for (&id, conn) in self.conns.range_mut(..=cursor) {
+            match out.emit(id, conn, now, buf) {
+                Emitted::Packet(n) => return Some(n),
+                Emitted::Nothing => {}
+                Emitted::Abort => return None,
             }
         }
         None
@@ -775,5 +745,85 @@ fn write_ip_header(
             p.set_dst_addr(v6(d));
             Some(ipv6::HEADER_LEN + tcp_len)
         }
+    }
+}
+
+/// What [`Out::emit`] made of one connection.
+enum Emitted {
+    /// A packet of this many bytes is in the buffer.
+    Packet(usize),
+    /// The connection had nothing to send.
+    Nothing,
+    /// The buffer is too small: give up (as `poll_transmit` does).
+    Abort,
+}
+
+/// The parts of a [`Stack`] that writing a connection's packet touches,
+/// borrowed apart from the connection table.
+struct Out<'a> {
+    ip_ident: &'a mut u16,
+    rr_cursor: &'a mut u64,
+    packets_out: &'a mut u64,
+    ttl: u8,
+}
+
+impl Out<'_> {
+    /// Writes connection `id`'s next packet, if it has one, into `buf`.
+    fn emit(&mut self, id: u64, conn: &mut Connection, now: Instant, buf: &mut [u8]) -> Emitted {
+        let (local, remote) = (conn.local_addr(), conn.remote_addr());
+        let base = if remote.is_ipv4() {
+            ipv4::MIN_HEADER_LEN
+        } else {
+            ipv6::HEADER_LEN
+        };
+        // Room for the native-RCP or XCP IPv4 option, if the connection
+        // may send one; a segment with less (or none) moves up.
+        let room = conn.ip_options_room();
+        let Some(seg_buf) = buf.get_mut(base + room..) else {
+            return Emitted::Abort;
+        };
+        let Some(t) = conn.poll_transmit(now, seg_buf) else {
+            return Emitted::Nothing;
+        };
+        *self.rr_cursor = id;
+        *self.ip_ident = self.ip_ident.wrapping_add(1);
+        let ident = *self.ip_ident;
+        let mut opt_buf = [0u8; XcpOption::PADDED_LEN];
+        let opt_len = match (t.rcp_option, t.xcp_option) {
+            (Some(o), _) if room >= RcpOption::LEN => o.emit(&mut opt_buf).ok(),
+            (_, Some(o)) if room >= XcpOption::PADDED_LEN => o.emit_padded(&mut opt_buf).ok(),
+            _ => Some(0),
+        };
+        let Some(opt_len) = opt_len else {
+            return Emitted::Abort;
+        };
+        if opt_len != room {
+            buf.copy_within(base + room..base + room + t.len, base + opt_len);
+        }
+        let Some(opts) = opt_buf.get(..opt_len) else {
+            return Emitted::Abort;
+        };
+        let Some(n) = write_ip_header(
+            buf,
+            local.ip(),
+            remote.ip(),
+            t.len,
+            t.dont_frag,
+            ident,
+            self.ttl,
+            opts,
+        ) else {
+            return Emitted::Abort;
+        };
+        if t.ecn != Ecn::NotEct {
+            // cannot fail: a well-formed header was just written
+            if let Some(b) = buf.get_mut(..n) {
+                let _ = set_ecn(b, t.ecn);
+            } else {
+                return Emitted::Abort;
+            }
+        }
+        *self.packets_out += 1;
+        Emitted::Packet(n)
     }
 }

@@ -89,6 +89,7 @@ impl Forwarder for KaPorts {
             indicators: c.indicators_seen,
             mode_changes: c.mode_changes,
             rcp_options_lowered: c.rcp_options_lowered,
+            xcp_feedback_lowered: c.xcp_feedback_lowered,
             unstampable: c.unstampable,
             signal_len: s.signal.map_or(0, |code| code.len() as u64),
         }

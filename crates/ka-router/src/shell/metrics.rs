@@ -241,6 +241,12 @@ impl Collector for RouterCollector {
         )?;
         counter(
             &mut enc,
+            "ka_router_xcp_feedback_lowered",
+            "XCP options whose feedback this port lowered",
+            &c(&|c, _| c.xcp_feedback_lowered),
+        )?;
+        counter(
+            &mut enc,
             "ka_router_unstampable",
             "Packets that should have been stamped but whose options / extension headers could not be walked",
             &c(&|c, _| c.unstampable),

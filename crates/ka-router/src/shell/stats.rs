@@ -79,6 +79,8 @@ pub struct CoreStats {
     pub mode_changes: u64,
     /// Native-RCP options whose rate was lowered.
     pub rcp_options_lowered: u64,
+    /// XCP options whose feedback was lowered (`--signal xcp`).
+    pub xcp_feedback_lowered: u64,
     /// Packets that would have been stamped but could not be (unwalkable
     /// IPv4 options / IPv6 extension headers).
     pub unstampable: u64,
@@ -323,7 +325,7 @@ impl std::fmt::Display for DirectionSummary {
             f,
             "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
              ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, non-IP frames bridged {}, \
-             indicators {}, mode changes {}, \
+             indicators {}, mode changes {}, XCP feedback lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
@@ -346,6 +348,7 @@ impl std::fmt::Display for DirectionSummary {
             io.link_passed,
             c.indicators,
             c.mode_changes,
+            c.xcp_feedback_lowered,
             if c.ka_mode { "KA" } else { "TCP" },
             c.rate_bps / 1e6,
             c.capacity_bps / 1e6,

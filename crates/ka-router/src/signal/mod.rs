@@ -10,6 +10,7 @@
 //! | kind | file | what |
 //! |---|---|---|
 //! | [`RateSignal`] | `rate.rs` | an explicit-rate controller ([`RateController`](crate::RateController), RCP by default) with a carrier: Kick-Ass fragments (with the TCP-mode detector), the native-RCP IPv4 option, or none |
+//! | [`XcpSignal`] | `xcp.rs` | XCP's efficiency and fairness controllers, lowering `H_feedback` of the IPv4 XCP option |
 //!
 //! The port calls, in time order: [`Signaller::on_arrival`] for every
 //! packet that passed ingress (before the discipline's verdict),
@@ -20,8 +21,10 @@
 //! before a dequeue due at the same instant. A stage never reads a clock.
 
 pub mod rate;
+pub mod xcp;
 
 pub use rate::RateSignal;
+pub use xcp::{XcpInterval, XcpSignal};
 
 use std::time::Duration;
 
@@ -108,5 +111,13 @@ pub trait Signaller: Send {
     /// (`usize::MAX` for stages without one).
     fn mode_threshold(&self) -> usize {
         usize::MAX
+    }
+
+    /// The stage as [`Any`](std::any::Any), for callers that know its
+    /// concrete type and want its own diagnostics (e.g.
+    /// [`XcpSignal::last_interval`] through
+    /// [`Port::signaller`](crate::Port::signaller)). Default `None`.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
     }
 }

@@ -311,7 +311,7 @@ impl RateSignal {
     /// Per-packet signalling on dequeue.
     fn egress(&mut self, t: Nanos, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
         match self.carrier {
-            Signalling::None => (packet, None),
+            Signalling::None | Signalling::Xcp => (packet, None),
             Signalling::NativeRcp => {
                 let rate = native::bytes_per_sec(self.egress_rate(t, &packet));
                 if native::lower_rcp_option(&mut packet, rate) {

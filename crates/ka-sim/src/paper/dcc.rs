@@ -7,10 +7,11 @@
 //!   gap 1 s. Variants `lccp` (the middlebox tells each host its share
 //!   through the KA signal), `lccp-rcp` (through the native-RCP option),
 //!   `tcp` (no middleboxes: plain TCP end to end, the seed's baseline) and
-//!   `xcp` (XCP in the local segment, the seed's first experiment; only in
-//!   builds that have the `xcp` port kind, else reported `[PENDING]`).
-//!   Checks: LCCP's mean FCT at least 25 % below TCP's (the seed: 30–40 %
-//!   faster); Jain's index of concurrent flows' rates ≥ 0.95 with LCCP.
+//!   `xcp` (XCP in the local segment, the seed's first experiment: window
+//!   XCP hosts behind an `xcp` port at the SLA rate). Checks: LCCP's mean
+//!   FCT at least 25 % below TCP's (the seed: 30–40 % faster); Jain's
+//!   index of concurrent flows' rates ≥ 0.95 with LCCP; XCP-local
+//!   completes every flow with a mean FCT below end-to-end TCP's.
 //! * `dcc-udp`: the seed's announced UDP experiment — the same flows at
 //!   half the rate (mean gap 2 s) next to a 0.5 Mbit/s constant-bit-rate
 //!   UDP source, with LCCP controlling it (`lccp-udp`) or end to end
@@ -221,18 +222,15 @@ impl Experiment for Dcc {
     fn variants(&self) -> Vec<(&'static str, &'static str)> {
         match self {
             Dcc::Fig2 => {
-                let mut v = vec![
+                vec![
                     ("lccp", include_str!("../../scenarios/dcc-fig2-lccp.toml")),
                     (
                         "lccp-rcp",
                         include_str!("../../scenarios/dcc-fig2-lccp-rcp.toml"),
                     ),
                     ("tcp", include_str!("../../scenarios/dcc-fig2-tcp.toml")),
-                ];
-                if crate::dcc::xcp_port_kind().is_some() {
-                    v.push(("xcp", XCP_TOML));
-                }
-                v
+                    ("xcp", XCP_TOML),
+                ]
             }
             Dcc::Udp => vec![
                 (
@@ -396,7 +394,7 @@ impl Experiment for Dcc {
     }
 }
 
-/// The XCP-local variant (used once the `xcp` port kind exists).
+/// The XCP-local variant.
 pub const XCP_TOML: &str = include_str!("../../scenarios/dcc-fig2-xcp.toml");
 
 fn fig2_claims(results: &[(&str, RunResult)]) -> Vec<Claim> {
@@ -439,20 +437,13 @@ fn fig2_claims(results: &[(&str, RunResult)]) -> Vec<Claim> {
             m.is_some_and(|m| m >= LCCP_JAIN),
         ));
     }
-    match (find(results, "xcp"), crate::dcc::xcp_port_kind()) {
-        (Some(_), _) => {
-            let x = mean("xcp");
-            out.push(Claim::new(
-                "XCP in the local segment completes every flow, mean FCT below end-to-end TCP's (seed Fig. 2)",
-                format!("XCP {}, TCP {}", s3(x), s3(tcp)),
-                all_done("xcp") && matches!((x, tcp), (Some(x), Some(t)) if x < t),
-            ));
-        }
-        (None, None) => out.push(Claim::pending(
-            "XCP in the local segment (seed's first experiment)",
-            "needs the `xcp` port kind (the XCP router stage), which this build lacks",
-        )),
-        (None, Some(_)) => {}
+    if find(results, "xcp").is_some() {
+        let x = mean("xcp");
+        out.push(Claim::new(
+            "XCP in the local segment completes every flow, mean FCT below end-to-end TCP's (seed Fig. 2)",
+            format!("XCP {}, TCP {}", s3(x), s3(tcp)),
+            all_done("xcp") && matches!((x, tcp), (Some(x), Some(t)) if x < t),
+        ));
     }
     out
 }

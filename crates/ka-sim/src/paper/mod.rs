@@ -14,6 +14,8 @@
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`], issue 14) |
+//! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
+//! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
@@ -26,12 +28,16 @@ mod crowd;
 pub mod dcc;
 mod figures;
 mod other;
+mod xcp;
+mod xcp_fct;
 
 pub use aqm::Aqm;
 pub use crowd::FlashCrowd;
 pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use other::{Other, max_min_rates};
+pub use xcp::XcpTransient;
+pub use xcp_fct::XcpFct;
 
 use std::path::Path;
 
@@ -43,7 +49,8 @@ use crate::metrics::{self, Metric};
 use crate::plot::{self, Curve, Panel};
 use crate::report;
 use crate::scenario::Scenario;
-use crate::sim::{self, Progress, RunResult};
+use crate::segment::{self, Segments};
+use crate::sim::{Progress, RunResult};
 
 /// One reproducible experiment (see the module docs).
 pub trait Experiment: Sync {
@@ -64,6 +71,14 @@ pub trait Experiment: Sync {
     /// (e.g. more arriving flows for a longer run). Default: nothing.
     fn prepare(&self, variant: &str, scenario: &mut Scenario) {
         let _ = (variant, scenario);
+    }
+
+    /// How to cut a variant's run in time and run the pieces in parallel
+    /// ([`segment`]). Default: one segment, an ordinary
+    /// run.
+    fn segments(&self, scenario: &Scenario) -> Segments {
+        let _ = scenario;
+        Segments::ONE
     }
 
     /// The headline numbers of one variant.
@@ -87,6 +102,11 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Aqm::Light,
         &Aqm::Heavy,
         &FlashCrowd,
+        &XcpTransient::Fig4,
+        &XcpTransient::Fig5,
+        &XcpTransient::Fig6,
+        &XcpTransient::Fig7,
+        &XcpFct,
         &Dcc::Fig2,
         &Dcc::Udp,
         &Other::Rtt,
@@ -146,7 +166,8 @@ pub fn run_figure(
         let mut s = scenario(text, seed, duration)?;
         fig.prepare(name, &mut s);
         let mut p = Progress::new(&format!("{fig_name}/{name}"));
-        let run = sim::run_scenario(&s, progress.then_some(&mut p));
+        let seg = fig.segments(&s);
+        let run = segment::run_segmented(&s, &seg, progress.then_some(&mut p));
         match run {
             Ok(r) => {
                 let h = fig.headline(&r);
@@ -296,8 +317,9 @@ mod tests {
             assert_eq!(find_experiment(e.name()).map(|f| f.name()), Ok(e.name()));
             assert!(!e.variants().is_empty());
             for (v, text) in e.variants() {
-                let s = scenario(text, None, Some(1.0))
+                let mut s = scenario(text, None, Some(1.0))
                     .unwrap_or_else(|err| panic!("{}/{v}: {err}", e.name()));
+                e.prepare(v, &mut s);
                 assert_eq!(s.name, e.name(), "{}/{v}", e.name());
             }
         }

@@ -231,6 +231,9 @@ pub enum CcArg {
     Xcp,
     /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an RTT.
     XcpRate,
+    /// XCP, purely rate-based: paced at cwnd / min RTT (the rate moves only with feedback,
+    /// not with queueing delay), each feedback spread over an RTT.
+    XcpRatePure,
     /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized rate trials and a
     /// latency-aware utility.
     Pcc,
@@ -255,6 +258,7 @@ impl Common {
             CcArg::Cubic => CcAlgorithm::Cubic,
             CcArg::Xcp => CcAlgorithm::Xcp,
             CcArg::XcpRate => CcAlgorithm::XcpRate,
+            CcArg::XcpRatePure => CcAlgorithm::XcpRatePure,
             CcArg::Pcc => CcAlgorithm::Pcc,
         };
         stack.tcp.ecn = match self.ecn {
@@ -371,6 +375,7 @@ mod tests {
         for (arg, cc) in [
             ("xcp", CcAlgorithm::Xcp),
             ("xcp-rate", CcAlgorithm::XcpRate),
+            ("xcp-rate-pure", CcAlgorithm::XcpRatePure),
         ] {
             let cli = Cli::try_parse_from([
                 "ka-endpoint",

@@ -10,7 +10,9 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
-use ka_router::{ControllerKind, CrowdConfig, PortConfig, QueueMeasure, RcpUpdate, Signalling};
+use ka_router::{
+    ControllerKind, CrowdConfig, PortConfig, QueueMeasure, RcpUpdate, Signalling, XcpConfig,
+};
 
 const UNITS: &str = "\
 UNITS:
@@ -102,6 +104,19 @@ pub struct Args {
     /// flows of 1000+ packets take 1.4, 1.6 and 2.1 times as long as with rcp.
     #[arg(long, value_name = "FACTOR", default_value_t = ka_router::controller::crowd::DEFAULT_CAUTION)]
     pub crowd_caution: f64,
+    /// XCP α (with --signal xcp): weight of the spare bandwidth in the efficiency controller
+    /// φ = α·d·(C − y) − β·Q.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.4)]
+    pub xcp_alpha: f64,
+
+    /// XCP β (with --signal xcp): weight of the persistent queue Q in φ.
+    #[arg(long, value_name = "BETA", default_value_t = 0.226)]
+    pub xcp_beta: f64,
+
+    /// XCP γ (with --signal xcp): share of the traffic the fairness controller reshuffles
+    /// every control interval (h = max(0, γ·y·d − |φ|)).
+    #[arg(long, value_name = "GAMMA", default_value_t = 0.1)]
+    pub xcp_gamma: f64,
 
     /// Queue q the RCP update uses: persistent = the smallest queue during the last RTT d
     /// (XCP's persistent queue; ignores the bunches a busy host's scheduler makes), now = the
@@ -156,7 +171,8 @@ pub struct Args {
     pub ipv6_signal: OnOff,
 
     /// How to tell senders the rate: ka (fragment lengths), rcp (native RCP IPv4 option,
-    /// baseline), none (no signalling: a plain shaper with the --qdisc queue).
+    /// baseline), xcp (XCP router: lower the window feedback of the IPv4 XCP option, see
+    /// --xcp-alpha), none (no signalling: a plain shaper with the --qdisc queue).
     #[arg(long, visible_alias = "signal", value_enum, default_value = "ka")]
     pub signalling: SignallingArg,
 
@@ -235,6 +251,8 @@ pub enum SignallingArg {
     Ka,
     /// Native RCP: lower the rate in the IPv4 RCP option.
     Rcp,
+    /// XCP: lower the feedback in the IPv4 XCP option (DESIGN §8.4).
+    Xcp,
     /// No signalling: a plain drop-tail shaper.
     None,
 }
@@ -268,6 +286,11 @@ impl Args {
             c.initial_rtt = self.rtt;
             c.rcp.alpha = self.alpha;
             c.rcp.beta = self.beta;
+            c.xcp = XcpConfig {
+                alpha: self.xcp_alpha,
+                beta: self.xcp_beta,
+                gamma: self.xcp_gamma,
+            };
             c.rcp.queue_measure = match self.queue_measure {
                 QueueMeasureArg::Persistent => QueueMeasure::Persistent,
                 QueueMeasureArg::Now => QueueMeasure::Now,
@@ -292,6 +315,7 @@ impl Args {
             c.signalling = match self.signalling {
                 SignallingArg::Ka => Signalling::Ka,
                 SignallingArg::Rcp => Signalling::NativeRcp,
+                SignallingArg::Xcp => Signalling::Xcp,
                 SignallingArg::None => Signalling::None,
             };
             c.validate()
@@ -640,5 +664,50 @@ mod tests {
             "xyz",
         ];
         assert!(parse(&bad).is_err());
+        let a = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "1mbit",
+            "--xcp-gamma=nan",
+        ])
+        .unwrap();
+        assert!(a.port_configs().is_err());
+    }
+
+    #[test]
+    fn xcp_signalling_and_knobs() {
+        let a = parse(&[
+            "--in", "a", "--out", "b", "--rate", "100mbit", "--signal", "xcp",
+        ])
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        assert_eq!(
+            (f.signalling, r.signalling),
+            (Signalling::Xcp, Signalling::Xcp)
+        );
+        assert_eq!(f.xcp, XcpConfig::default());
+        assert_eq!((f.xcp.alpha, f.xcp.beta, f.xcp.gamma), (0.4, 0.226, 0.1));
+        let a = parse(&[
+            "--in",
+            "a",
+            "--out",
+            "b",
+            "--rate",
+            "100mbit",
+            "--signal",
+            "xcp",
+            "--xcp-alpha",
+            "0.1",
+            "--xcp-beta",
+            "1",
+            "--xcp-gamma",
+            "0.2",
+        ])
+        .unwrap();
+        let (f, _) = a.port_configs().unwrap();
+        assert_eq!((f.xcp.alpha, f.xcp.beta, f.xcp.gamma), (0.1, 1.0, 0.2));
     }
 }
