@@ -160,6 +160,12 @@ pub struct RwmStats {
     pub untracked: u64,
     /// Handshakes completed (RTT measured).
     pub handshakes: u64,
+    /// Sum of the handshake RTTs measured, ns (mean = this / handshakes).
+    pub handshake_rtt_sum_ns: u64,
+    /// Smallest handshake RTT measured, ns (0 before the first).
+    pub handshake_rtt_min_ns: u64,
+    /// Largest handshake RTT measured, ns.
+    pub handshake_rtt_max_ns: u64,
     /// Connections removed on RST or after both FINs.
     pub closed: u64,
     /// Idle established connections evicted to make room (table full).
@@ -418,7 +424,15 @@ impl Rwm {
                 *slot = f;
             }
             if self.table.promote(i, t) {
-                self.stats.handshakes += 1;
+                let s = &mut self.stats;
+                s.handshakes += 1;
+                s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(f.rtt_ns);
+                s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(f.rtt_ns);
+                s.handshake_rtt_min_ns = if s.handshakes == 1 {
+                    f.rtt_ns
+                } else {
+                    s.handshake_rtt_min_ns.min(f.rtt_ns)
+                };
                 return true;
             }
             return false;

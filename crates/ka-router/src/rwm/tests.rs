@@ -482,6 +482,12 @@ fn rtt_is_syn_to_ack_and_a_retransmitted_syn_restarts_it() {
     process(&mut r, t, Side::Forward, ack);
     // 80 Mbit/s · 20 ms = 200 000 bytes (not 80 Mbit/s · 1.02 s).
     assert_eq!(scaled(c.ack_from_b(&mut r, t, u16::MAX).0, 7), 199_936);
+    let s = r.stats();
+    assert_eq!(s.handshake_rtt_sum_ns, 20 * MS);
+    assert_eq!(
+        (s.handshake_rtt_min_ns, s.handshake_rtt_max_ns),
+        (20 * MS, 20 * MS)
+    );
 }
 
 #[test]

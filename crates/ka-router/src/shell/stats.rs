@@ -376,12 +376,16 @@ impl std::fmt::Display for RwmSummary {
         let s = &self.0;
         write!(
             f,
-            "windows rewritten {} forward / {} reverse, handshakes {}, flows {} ({} active, {} half-open), \
+            "windows rewritten {} forward / {} reverse, handshakes {} (RTT min {:.2} / mean {:.2} / max {:.2} ms), \
+             flows {} ({} active, {} half-open), \
              closed {}, evicted {} (+{} half-open), refused {}, expired {} (+{} half-open), \
              TCP segments {}, untracked {}, not TCP {}, malformed {}",
             s.windows_rewritten[0],
             s.windows_rewritten[1],
             s.handshakes,
+            s.handshake_rtt_min_ns as f64 / 1e6,
+            s.handshake_rtt_sum_ns as f64 / 1e6 / s.handshakes.max(1) as f64,
+            s.handshake_rtt_max_ns as f64 / 1e6,
             s.flows,
             s.active_flows,
             s.half_open,
