@@ -98,6 +98,13 @@ fn run(tb: &mut Testbed, extra: &[&str], bytes: u64) -> Run {
         "none",
         "--metrics",
         &metrics,
+        // With the queue near empty (RWM's point), every millisecond the
+        // forwarding thread waits for a CPU is a millisecond the link
+        // idles: eight busy role processes share this VM's two CPUs with
+        // it. Real-time priority takes the guest scheduler out of the
+        // measurement (as in netns_router.rs).
+        "--realtime",
+        "10",
     ];
     args.extend_from_slice(extra);
     tb.start_router(Path::new(ROUTER), &args)
