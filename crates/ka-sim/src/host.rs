@@ -151,6 +151,8 @@ enum Plan {
     LongLived {
         epochs: Vec<(SimTime, Option<SimTime>)>,
         next: usize,
+        /// Size of each flow, packets (None = unbounded).
+        size: Option<u64>,
     },
     OnOff {
         sizes: BoundedPareto,
@@ -319,13 +321,13 @@ impl HostNode {
             }
             s.next = None;
             let (size, stop) = match &mut s.plan {
-                Plan::LongLived { epochs, next } => {
+                Plan::LongLived { epochs, next, size } => {
                     let Some(&(_, stop)) = epochs.get(*next) else {
                         return;
                     };
                     *next += 1;
                     s.next = epochs.get(*next).map(|e| e.0);
-                    (None, stop)
+                    (*size, stop)
                 }
                 // The next off period starts when this flow finishes.
                 Plan::OnOff { sizes, .. } => (Some(sizes.sample_pkts(&mut s.rng)), None),
@@ -544,6 +546,7 @@ impl Sender {
                 on_s,
                 period_s,
                 repeat,
+                size_pkts,
             } => {
                 let first = start_s + stagger_s * s.index_in_group as f64;
                 let epochs: Vec<(SimTime, Option<SimTime>)> = (0..*repeat)
@@ -553,7 +556,14 @@ impl Sender {
                     })
                     .collect();
                 let next = epochs.first().map(|e| e.0);
-                (Plan::LongLived { epochs, next: 0 }, next)
+                (
+                    Plan::LongLived {
+                        epochs,
+                        next: 0,
+                        size: *size_pkts,
+                    },
+                    next,
+                )
             }
             Workload::OnOff { off_mean_s, sizes } => {
                 let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;

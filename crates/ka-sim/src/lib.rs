@@ -34,6 +34,7 @@ pub mod qspec;
 pub mod report;
 pub mod rng;
 pub mod router;
+pub mod rwmspec;
 pub mod scenario;
 pub mod sim;
 pub mod sweep;
