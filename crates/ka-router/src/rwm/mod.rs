@@ -105,8 +105,9 @@ pub use config::{
     DEFAULT_MAX_FLOWS, DEFAULT_MAX_HALF_OPEN, MAX_CLASSES, RwmClass, RwmConfig, RwmConfigError,
     Side,
 };
+use ka_codec::wire::tcp::TcpOptions;
 use segment::Skip;
-use table::{Flow, Stage, Table};
+use table::{Cold, Hot, Stage, Table, Timers};
 
 use crate::time::{Clock, duration_ns};
 
@@ -195,9 +196,6 @@ pub struct Rwm {
     /// Per class (the default class last), per data side: `P_j · C/8 ·
     /// (1 + δ)` in bytes/s.
     rate: Vec<[f64; 2]>,
-    active_ns: u64,
-    idle_ns: u64,
-    handshake_ns: u64,
     stats: RwmStats,
 }
 
@@ -214,15 +212,16 @@ impl Rwm {
         };
         let mut rate: Vec<[f64; 2]> = config.classes.iter().map(|c| per_side(c.share)).collect();
         rate.push(per_side(config.default_class_share()));
-        let active_ns = duration_ns(config.active_window);
+        let timers = Timers {
+            active_ns: duration_ns(config.active_window),
+            idle_ns: duration_ns(config.idle_timeout),
+            handshake_ns: duration_ns(config.handshake_timeout),
+        };
         Ok(Rwm {
-            table: Table::new(config.max_flows, config.max_half_open, rate.len()),
+            table: Table::new(config.max_flows, config.max_half_open, rate.len(), timers),
             clock: Clock::new(now),
             now: 0,
             rate,
-            active_ns,
-            idle_ns: duration_ns(config.idle_timeout).max(active_ns),
-            handshake_ns: duration_ns(config.handshake_timeout),
             stats: RwmStats::default(),
             config,
         })
@@ -270,8 +269,7 @@ impl Rwm {
     fn advance(&mut self, now: Instant) -> u64 {
         let t = self.clock.ns(now).max(self.now);
         self.now = t;
-        self.table
-            .expire(t, self.active_ns, self.idle_ns, self.handshake_ns);
+        self.table.expire(t);
         t
     }
 
@@ -305,179 +303,172 @@ impl Rwm {
         };
         self.stats.segments += 1;
         let flags = seg.flags;
-        let Some(i) = self.table.find(&seg.key) else {
+        let fp = self.table.fingerprint(&seg.key);
+        // One lookup: an established connection is touched (last segment,
+        // activity) on the way.
+        let Some(hot) = self.table.touch(fp, t) else {
             if flags & (SYN | ACK | RST) == SYN {
-                self.on_new_syn(packet, &seg, t);
+                self.on_new_syn(packet, &seg, fp, t);
                 return RwmOutcome::Handshake;
             }
             self.stats.untracked += 1;
             return RwmOutcome::Untracked;
         };
-        let Some(flow) = self.table.flow(i).copied() else {
-            return RwmOutcome::Untracked;
-        };
         if flags & RST != 0 {
-            self.table.remove(i);
-            if flow.stage == Stage::Established {
+            self.table.remove(fp);
+            if hot.stage == Stage::Established {
                 self.stats.closed += 1;
             }
             return RwmOutcome::Unchanged;
         }
-        if flow.stage != Stage::Established {
-            if !self.on_handshake(packet, &seg, i, flow, t) {
+        let hot = if hot.stage != Stage::Established {
+            if !self.on_handshake(packet, &seg, fp, t) {
                 return RwmOutcome::Handshake;
+            }
+            match self.table.hot(fp) {
+                Some(h) => *h,
+                None => return RwmOutcome::Untracked,
             }
         } else if flags & SYN != 0 {
             // A SYN on an established connection: ignored (RFC 5961 spirit;
             // if the old connection is really gone, the entry ages out).
             return RwmOutcome::Handshake;
         } else {
-            self.table.touch(i, t);
-        }
-        let outcome = self.cap_window(packet, side, &seg, i);
-        if flags & FIN != 0
-            && let Some(f) = self.table.flow_mut(i)
-        {
-            if let Some(fin) = f.fin.get_mut(seg.from) {
-                *fin = true;
-            }
-            if f.fin == [true, true] {
-                self.table.remove(i);
-                self.stats.closed += 1;
-            }
+            hot
+        };
+        let outcome = self.cap_window(packet, side, &seg, &hot);
+        if flags & FIN != 0 && self.table.fin(fp, seg.from) {
+            self.table.remove(fp);
+            self.stats.closed += 1;
         }
         outcome
     }
 
     /// A SYN of a connection not in the table: a half-open entry.
-    fn on_new_syn(&mut self, packet: &[u8], seg: &segment::Segment, t: u64) {
-        let mut f = Flow::new(seg.key, seg.from, t);
-        self.fill_syn(&mut f, packet, seg, t);
-        f.class = self.class_of(seg.dst_port);
-        self.table.insert_half_open(f);
+    fn on_new_syn(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) {
+        let (mut hot, mut cold) = table::new_entry(seg.from, t);
+        self.fill_syn(&mut hot, &mut cold, packet, seg, t);
+        hot.class = self.class_of(seg.dst_port);
+        self.table.insert_half_open(fp, hot, cold);
     }
 
-    fn fill_syn(&self, f: &mut Flow, packet: &[u8], seg: &segment::Segment, t: u64) {
+    fn fill_syn(
+        &self,
+        hot: &mut Hot,
+        cold: &mut Cold,
+        packet: &[u8],
+        seg: &segment::Segment,
+        t: u64,
+    ) {
         let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
-        f.stage = Stage::SynSent;
-        f.init_isn = seg.seq;
-        f.syn_at = t;
-        f.wscale_opt = [None; 2];
-        f.mss = [0; 2];
-        self.set_options(f, seg.from, opts);
+        hot.stage = Stage::SynSent;
+        hot.mss = [0; 2];
+        cold.init_isn = seg.seq;
+        cold.syn_at = t;
+        cold.wscale_opt = [None; 2];
+        Self::set_options(hot, cold, seg.from, seg.key.v6, opts);
     }
 
-    fn set_options(&self, f: &mut Flow, from: usize, o: ka_codec::wire::tcp::TcpOptions) {
-        let default_mss = if f.key.v6 {
-            DEFAULT_MSS_V6
-        } else {
-            DEFAULT_MSS_V4
-        };
-        if let Some(w) = f.wscale_opt.get_mut(from) {
+    fn set_options(hot: &mut Hot, cold: &mut Cold, from: usize, v6: bool, o: TcpOptions) {
+        let default_mss = if v6 { DEFAULT_MSS_V6 } else { DEFAULT_MSS_V4 };
+        if let Some(w) = cold.wscale_opt.get_mut(from) {
             *w = o.window_scale;
         }
-        if let Some(m) = f.mss.get_mut(from) {
+        if let Some(m) = hot.mss.get_mut(from) {
             *m = o.mss.filter(|&m| m > 0).unwrap_or(default_mss);
         }
     }
 
     /// A segment of a connection in its handshake. `true` when it
     /// completed the handshake (the segment then goes on to be capped).
-    fn on_handshake(
-        &mut self,
-        packet: &[u8],
-        seg: &segment::Segment,
-        i: u32,
-        flow: Flow,
-        t: u64,
-    ) -> bool {
+    fn on_handshake(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) -> bool {
+        let Some((mut hot, mut cold)) = self.table.entry(fp) else {
+            return false;
+        };
         let flags = seg.flags;
-        let from_initiator = seg.from == flow.initiator;
-        let mut f = flow;
+        let from_initiator = seg.from == cold.initiator;
         if flags & (SYN | ACK) == SYN && from_initiator {
-            if seg.seq != f.init_isn {
+            if seg.seq != cold.init_isn {
                 // A new attempt on the same four-tuple: start over.
-                self.fill_syn(&mut f, packet, seg, t);
+                self.fill_syn(&mut hot, &mut cold, packet, seg, t);
             } else {
                 // A retransmitted SYN: the SYN-ACK will answer this copy.
-                f.syn_at = t;
+                cold.syn_at = t;
             }
         } else if flags & (SYN | ACK) == SYN | ACK
             && !from_initiator
-            && seg.ack == f.init_isn.wrapping_add(1)
+            && seg.ack == cold.init_isn.wrapping_add(1)
         {
-            f.stage = Stage::SynAckSeen;
-            f.resp_isn = seg.seq;
+            hot.stage = Stage::SynAckSeen;
+            cold.resp_isn = seg.seq;
             let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
-            self.set_options(&mut f, seg.from, opts);
+            Self::set_options(&mut hot, &mut cold, seg.from, seg.key.v6, opts);
         } else if flags & (SYN | ACK) == ACK
             && from_initiator
-            && f.stage == Stage::SynAckSeen
-            && seg.ack == f.resp_isn.wrapping_add(1)
+            && hot.stage == Stage::SynAckSeen
+            && seg.ack == cold.resp_isn.wrapping_add(1)
         {
-            f.rtt_ns = t.saturating_sub(f.syn_at);
-            f.wscale = match f.wscale_opt {
+            cold.rtt_ns = t.saturating_sub(cold.syn_at);
+            hot.wscale = match cold.wscale_opt {
                 [Some(a), Some(b)] => [a.min(window::MAX_WSCALE), b.min(window::MAX_WSCALE)],
                 _ => [0, 0],
             };
-            if let Some(slot) = self.table.flow_mut(i) {
-                *slot = f;
+            if let Some(r) = self.rate.get(usize::from(hot.class)) {
+                hot.class_bdp = r.map(|bps| window::class_bdp(bps, cold.rtt_ns));
             }
-            if self.table.promote(i, t) {
-                let s = &mut self.stats;
-                s.handshakes += 1;
-                s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(f.rtt_ns);
-                s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(f.rtt_ns);
-                s.handshake_rtt_min_ns = if s.handshakes == 1 {
-                    f.rtt_ns
-                } else {
-                    s.handshake_rtt_min_ns.min(f.rtt_ns)
-                };
-                return true;
+            self.table.set_entry(fp, hot, cold);
+            if !self.table.promote(fp, t) {
+                return false;
             }
-            return false;
+            let s = &mut self.stats;
+            s.handshakes += 1;
+            s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(cold.rtt_ns);
+            s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(cold.rtt_ns);
+            s.handshake_rtt_min_ns = if s.handshakes == 1 {
+                cold.rtt_ns
+            } else {
+                s.handshake_rtt_min_ns.min(cold.rtt_ns)
+            };
+            return true;
         } else {
             return false;
         }
-        if let Some(slot) = self.table.flow_mut(i) {
-            *slot = f;
-        }
-        self.table.touch_half_open(i, t);
+        self.table.set_entry(fp, hot, cold);
+        self.table.touch_half_open(fp, t);
         false
     }
 
-    /// Lowers the window of a segment of established flow `i` to its cap.
+    /// Lowers the window of a segment of an established flow to its cap.
+    #[inline]
     fn cap_window(
         &mut self,
         packet: &mut [u8],
         side: Side,
         seg: &segment::Segment,
-        i: u32,
+        f: &Hot,
     ) -> RwmOutcome {
         if seg.flags & ACK == 0 {
             return RwmOutcome::Unchanged;
         }
-        let Some(f) = self.table.flow(i) else {
-            return RwmOutcome::Unchanged;
-        };
-        let rate = self
+        // The class's BDP for data travelling the other way (the window
+        // limits what the peer sends), split among its active flows.
+        let data = side.other().index();
+        let share = self
             .rate
             .get(usize::from(f.class))
-            .and_then(|r| r.get(side.other().index()))
+            .and_then(|r| r.get(data))
             .copied()
             .unwrap_or(0.0);
-        if rate <= 0.0 {
-            return RwmOutcome::Unchanged;
+        if share <= 0.0 {
+            return RwmOutcome::Unchanged; // a class without a share
         }
+        let bdp = f.class_bdp.get(data).copied().unwrap_or(0.0);
         let e = seg.from;
         let mss = f.mss.get(e).copied().unwrap_or(DEFAULT_MSS_V4);
         let ws = f.wscale.get(e).copied().unwrap_or(0);
         let floor = u64::from(self.config.min_window_segments) * u64::from(mss);
-        let n = self.table.active_in(f.class);
-        let cap = window::cap_bytes(rate, f.rtt_ns, n, floor);
-        let Some(advertised) = segment::window(packet, seg.tcp_at) else {
-            return RwmOutcome::Unchanged;
-        };
+        let cap = window::cap_bytes(bdp, self.table.active_in(f.class), floor);
+        let advertised = seg.window;
         let written = window::capped_field(advertised, cap, ws);
         if written >= advertised {
             return RwmOutcome::Unchanged;

@@ -3,12 +3,17 @@
 /// RFC 7323 §2.3: a shift above 14 is used as 14.
 pub const MAX_WSCALE: u8 = 14;
 
-/// The per-flow BDP cap in bytes: `rate · rtt / n`, where `rate` already
-/// carries the class share and `1 + δ` (bytes/s), `rtt` is in
-/// nanoseconds and `n ≥ 1` flows share the class; never below
-/// `floor_bytes`. Saturates instead of overflowing.
-pub fn cap_bytes(rate_bytes_per_s: f64, rtt_ns: u64, n: u32, floor_bytes: u64) -> u64 {
-    let bdp = rate_bytes_per_s * (rtt_ns as f64 / 1e9) / f64::from(n.max(1));
+/// A flow's class BDP in bytes: `rate · rtt`, where `rate` already
+/// carries the class share and `1 + δ` (bytes/s) and `rtt` is in
+/// nanoseconds. Computed once, when the handshake completes.
+pub fn class_bdp(rate_bytes_per_s: f64, rtt_ns: u64) -> f64 {
+    rate_bytes_per_s * (rtt_ns as f64 / 1e9)
+}
+
+/// The per-flow cap in bytes: the class BDP shared by `n ≥ 1` active
+/// flows, never below `floor_bytes`. Saturates instead of overflowing.
+pub fn cap_bytes(class_bdp: f64, n: u32, floor_bytes: u64) -> u64 {
+    let bdp = class_bdp / f64::from(n.max(1));
     // `as` saturates (NaN → 0), so any input gives a u64.
     (bdp as u64).max(floor_bytes)
 }
@@ -32,7 +37,7 @@ mod tests {
     #[test]
     fn window_math_for_every_scale() {
         // 50 Mbit/s · 20 ms / 4 = 31 250 bytes.
-        let cap = cap_bytes(50e6 / 8.0, 20_000_000, 4, 0);
+        let cap = cap_bytes(class_bdp(50e6 / 8.0, 20_000_000), 4, 0);
         assert_eq!(cap, 31_250);
         for ws in 0..=14u8 {
             let got = capped_field(u16::MAX, cap, ws);
@@ -67,12 +72,15 @@ mod tests {
             assert_eq!(capped_field(40_000, u64::MAX, ws), 40_000);
         }
         // 10 Gbit/s · 1 s = 1.25 GB > 2^30: saturates, does not wrap.
-        let huge = cap_bytes(10e9 / 8.0, 1_000_000_000, 1, 0);
+        let huge = cap_bytes(class_bdp(10e9 / 8.0, 1_000_000_000), 1, 0);
         assert_eq!(huge, 1_250_000_000);
         assert_eq!(capped_field(u16::MAX, huge, 14), u16::MAX);
         assert_eq!(capped_field(u16::MAX, huge, 0), u16::MAX);
-        assert_eq!(cap_bytes(f64::INFINITY, u64::MAX, 1, 0), u64::MAX);
-        assert_eq!(cap_bytes(f64::NAN, 1, 1, 7), 7);
+        assert_eq!(
+            cap_bytes(class_bdp(f64::INFINITY, u64::MAX), 1, 0),
+            u64::MAX
+        );
+        assert_eq!(cap_bytes(class_bdp(f64::NAN, 1), 1, 7), 7);
     }
 
     #[test]
@@ -85,14 +93,14 @@ mod tests {
         assert_eq!(capped_field(0, 1_000_000, 0), 0, "a zero window stays zero");
         assert_eq!(capped_field(65_535, 0, 7), 1, "at least one unit");
         // The floor: two 1460-byte segments.
-        assert_eq!(cap_bytes(1.0, 1_000, 100, 2920), 2920);
+        assert_eq!(cap_bytes(class_bdp(1.0, 1_000), 100, 2920), 2920);
     }
 
     #[test]
     fn n_flows_split_the_class() {
-        let one = cap_bytes(1e8, 100_000_000, 1, 0);
+        let one = cap_bytes(class_bdp(1e8, 100_000_000), 1, 0);
         for n in 1..=64u32 {
-            let each = cap_bytes(1e8, 100_000_000, n, 0);
+            let each = cap_bytes(class_bdp(1e8, 100_000_000), n, 0);
             assert!((each as f64 * f64::from(n) - one as f64).abs() <= f64::from(n));
         }
     }
