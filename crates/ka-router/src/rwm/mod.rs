@@ -77,6 +77,21 @@
 //!   headers walked by [`ka_codec::wire::ipv6::layout`]; a leading
 //!   fragment is handled if the whole TCP header is in it).
 //!
+//! ## Where this differs from DESIGN §8.5 and the seed, and why
+//!
+//! * n_j counts the class's *active* flows, not every flow in the table
+//!   (idle keep-alive connections would otherwise shrink everyone's
+//!   window for as long as they are remembered).
+//! * The cap has a floor of `min_window_segments` (2) MSS and the field at
+//!   least one scaled unit: `BDP_f >> wscale` can be 0 (small BDP, many
+//!   flows, scale 14), and a zero window would stall a flow instead of
+//!   slowing it.
+//! * Windows of both directions are capped (each with the capacity of the
+//!   direction its data takes), so RWM needs no configuration of which
+//!   side is the receiver; for a one-way download the sender's own window
+//!   is irrelevant anyway.
+//! * The class of a flow is chosen by the responder's port only.
+//!
 //! ## Memory (bounded)
 //!
 //! At most [`RwmConfig::max_flows`] established connections (default
@@ -187,7 +202,6 @@ pub struct RwmStats {
 }
 
 /// The receive-window modulator of one router (see the module docs).
-#[derive(Debug)]
 pub struct Rwm {
     config: RwmConfig,
     clock: Clock,
@@ -197,6 +211,16 @@ pub struct Rwm {
     /// (1 + δ)` in bytes/s.
     rate: Vec<[f64; 2]>,
     stats: RwmStats,
+}
+
+impl std::fmt::Debug for Rwm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the table: it can hold 65 536 entries.
+        f.debug_struct("Rwm")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Rwm {
