@@ -24,6 +24,7 @@ pub(crate) struct FlowKey {
 /// (addresses and ports) plus a version byte, 36 + 1 for IPv6. The table
 /// lookup is on every packet.
 impl std::hash::Hash for FlowKey {
+    #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let mut b = [0u8; 37];
         let ports = |p: u16, q: u16| {
@@ -85,6 +86,7 @@ fn mapped(a: [u8; 4]) -> [u8; 16] {
 }
 
 /// Parses `packet` (a whole IP packet) down to its TCP header.
+#[inline]
 pub(crate) fn parse(packet: &[u8]) -> Result<Segment, Skip> {
     let (src, dst, tcp_at, end, v6) = match ka_codec::wire::ip_version(packet) {
         Some(4) => {
@@ -164,6 +166,7 @@ pub(crate) fn window(packet: &[u8], tcp_at: usize) -> Option<u16> {
 }
 
 /// Stores `window` and patches the checksum (RFC 1624); the old window.
+#[inline]
 pub(crate) fn set_window(packet: &mut [u8], tcp_at: usize, window: u16) -> Option<u16> {
     let bytes = packet.get_mut(tcp_at..)?;
     Some(

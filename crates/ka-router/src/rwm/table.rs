@@ -3,11 +3,12 @@
 //! **Lookup.** Connections are found by a 64-bit *fingerprint* of their
 //! key: SipHash-1-3 under a per-table random key (std's `RandomState`), so
 //! a stranger can neither predict nor aim collisions. The hash map goes
-//! from fingerprint to the [`Hot`] part of the entry — everything a
-//! segment of an established connection needs, about 48 bytes, in the
-//! map's own bucket — so the per-packet path touches one bucket and nothing
-//! else. The rest ([`Cold`]: handshake state and the list links) lives in a
-//! slab. The full key is not stored: two connections are told apart by
+//! from fingerprint to a slot index (12-byte buckets: the map of a full
+//! table stays in the CPU's second-level cache), and each slot is two
+//! 64-byte-aligned cache lines: the [`Hot`] part — everything a segment of
+//! an established connection needs — in the first, the [`Cold`] part
+//! (handshake state, list links) in the second, which the per-packet path
+//! does not touch. The full key is not stored: two connections are told apart by
 //! their fingerprints alone. Two live connections with equal fingerprints
 //! (about 65 536² / 2⁶⁵ ≈ 10⁻¹⁰ for a full table) cannot both be tracked,
 //! and a segment of an untracked connection matches a tracked one with
@@ -16,7 +17,7 @@
 //!
 //! **Order.** Established flows are kept in a list in order of when they
 //! were last moved to its front (head = most recent). A segment moves its
-//! flow only when the last move is more than a *granule* (1/16 of the
+//! flow only when the last move is more than a *granule* (1/4 of the
 //! active window) old, so most packets just store the time in the bucket;
 //! the list is in order of last segment to within a granule. The active
 //! flows — a segment within the active window — are a prefix of the list;
@@ -48,7 +49,7 @@ pub(crate) enum Stage {
     Established,
 }
 
-/// What every segment of a connection needs (in the map's bucket).
+/// What every segment of a connection needs (the slot's first cache line).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hot {
     /// Last segment seen (ns).
@@ -72,7 +73,8 @@ pub(crate) struct Hot {
     pub(crate) fin: [bool; 2],
 }
 
-/// The rest of an entry: handshake state and list links (in the slab).
+/// The rest of an entry: handshake state and list links (the slot's
+/// second cache line).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cold {
     fp: u64,
@@ -119,6 +121,14 @@ pub(crate) fn new_entry(initiator: usize, now: u64) -> (Hot, Cold) {
             rtt_ns: 0,
         },
     )
+}
+
+/// One slot: the hot part on its own cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Entry {
+    hot: Hot,
+    cold: Cold,
 }
 
 /// The map's hasher: its keys are already SipHash outputs.
@@ -185,9 +195,9 @@ pub(crate) struct Timers {
 /// The flow table (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Table {
-    map: HashMap<u64, Hot, BuildHasherDefault<Passthrough>>,
+    map: HashMap<u64, u32, BuildHasherDefault<Passthrough>>,
     secret: RandomState,
-    slots: Vec<Cold>,
+    slots: Vec<Entry>,
     free: Vec<u32>,
     half: List,
     est: List,
@@ -221,7 +231,7 @@ impl Table {
             active_ns: t.active_ns,
             idle_ns: t.idle_ns.max(t.active_ns),
             handshake_ns: t.handshake_ns,
-            granule_ns: (t.active_ns / 16).max(1),
+            granule_ns: (t.active_ns / 4).max(1),
             next_deadline: u64::MAX,
             counters: TableCounters::default(),
         }
@@ -234,38 +244,43 @@ impl Table {
 
     /// The hot part of connection `fp`.
     pub(crate) fn hot(&self, fp: u64) -> Option<&Hot> {
-        self.map.get(&fp)
+        let i = *self.map.get(&fp)?;
+        self.slots.get(i as usize).map(|e| &e.hot)
+    }
+
+    fn hot_mut(&mut self, fp: u64) -> Option<&mut Hot> {
+        let i = *self.map.get(&fp)?;
+        self.slots.get_mut(i as usize).map(|e| &mut e.hot)
     }
 
     /// Both parts of connection `fp` (handshakes: not the per-packet path).
     pub(crate) fn entry(&self, fp: u64) -> Option<(Hot, Cold)> {
-        let h = *self.map.get(&fp)?;
-        let c = *self.slots.get(h.slot as usize)?;
-        Some((h, c))
+        let i = *self.map.get(&fp)?;
+        self.slots.get(i as usize).map(|e| (e.hot, e.cold))
     }
 
     /// Replaces the contents of connection `fp`, keeping its place in the
     /// lists and its activity.
     pub(crate) fn set_entry(&mut self, fp: u64, hot: Hot, cold: Cold) {
-        let Some(h) = self.map.get_mut(&fp) else {
+        let Some(&i) = self.map.get(&fp) else {
             return;
         };
-        let (slot, moved, active) = (h.slot, h.moved, h.active);
-        *h = Hot {
-            slot,
-            moved,
-            active,
+        let Some(e) = self.slots.get_mut(i as usize) else {
+            return;
+        };
+        e.hot = Hot {
+            slot: e.hot.slot,
+            moved: e.hot.moved,
+            active: e.hot.active,
             ..hot
         };
-        if let Some(c) = self.slots.get_mut(slot as usize) {
-            *c = Cold {
-                fp: c.fp,
-                prev: c.prev,
-                next: c.next,
-                which: c.which,
-                ..cold
-            };
-        }
+        e.cold = Cold {
+            fp: e.cold.fp,
+            prev: e.cold.prev,
+            next: e.cold.next,
+            which: e.cold.which,
+            ..cold
+        };
     }
 
     pub(crate) fn established(&self) -> usize {
@@ -303,21 +318,20 @@ impl Table {
     }
 
     fn cold(&self, i: u32) -> Option<&Cold> {
-        self.slots.get(i as usize)
+        self.slots.get(i as usize).map(|e| &e.cold)
     }
 
     fn cold_mut(&mut self, i: u32) -> Option<&mut Cold> {
-        self.slots.get_mut(i as usize)
+        self.slots.get_mut(i as usize).map(|e| &mut e.cold)
     }
 
     /// The hot part of the entry in slot `i`.
     fn hot_of(&self, i: u32) -> Option<&Hot> {
-        self.map.get(&self.cold(i)?.fp)
+        self.slots.get(i as usize).map(|e| &e.hot)
     }
 
     fn hot_of_mut(&mut self, i: u32) -> Option<&mut Hot> {
-        let fp = self.cold(i)?.fp;
-        self.map.get_mut(&fp)
+        self.slots.get_mut(i as usize).map(|e| &mut e.hot)
     }
 
     fn unlink(&mut self, i: u32) {
@@ -380,25 +394,23 @@ impl Table {
         }
         cold.fp = fp;
         cold.which = Which::HalfOpen;
+        hot.active = false;
         let i = match self.free.pop() {
-            Some(i) => {
-                if let Some(c) = self.cold_mut(i) {
-                    *c = cold;
-                }
-                i
-            }
+            Some(i) => i,
             None => {
                 let Ok(i) = u32::try_from(self.slots.len()) else {
                     return false;
                 };
-                self.slots.push(cold);
+                self.slots.push(Entry { hot, cold });
                 i
             }
         };
         hot.slot = i;
-        hot.active = false;
+        if let Some(e) = self.slots.get_mut(i as usize) {
+            *e = Entry { hot, cold };
+        }
         let now = hot.last_seen;
-        self.map.insert(fp, hot);
+        self.map.insert(fp, i);
         self.push_front(i, Which::HalfOpen, now);
         let deadline = now.saturating_add(self.handshake_ns);
         self.next_deadline = self.next_deadline.min(deadline);
@@ -407,7 +419,7 @@ impl Table {
 
     /// A segment of half-open connection `fp` at `now`.
     pub(crate) fn touch_half_open(&mut self, fp: u64, now: u64) {
-        let Some(h) = self.map.get_mut(&fp) else {
+        let Some(h) = self.hot_mut(fp) else {
             return;
         };
         h.last_seen = now;
@@ -423,7 +435,7 @@ impl Table {
     pub(crate) fn promote(&mut self, fp: u64, now: u64) -> bool {
         if self.est.len >= self.max_flows {
             let tail = self.cold(self.est.tail).map(|c| c.fp);
-            match tail.and_then(|t| self.map.get(&t).map(|h| (t, h.active))) {
+            match tail.and_then(|t| self.hot(t).map(|h| (t, h.active))) {
                 Some((t, false)) => {
                     self.remove(t);
                     self.counters.evicted += 1;
@@ -435,7 +447,7 @@ impl Table {
                 }
             }
         }
-        let Some(h) = self.map.get_mut(&fp) else {
+        let Some(h) = self.hot_mut(fp) else {
             return false;
         };
         h.stage = Stage::Established;
@@ -483,7 +495,7 @@ impl Table {
     #[inline]
     pub(crate) fn touch(&mut self, fp: u64, now: u64) -> Option<Hot> {
         let granule = self.granule_ns;
-        let h = self.map.get_mut(&fp)?;
+        let h = self.hot_mut(fp)?;
         if h.stage != Stage::Established {
             return Some(*h);
         }
@@ -501,12 +513,12 @@ impl Table {
         self.unlink(i);
         self.push_front(i, Which::Established, now);
         self.activate(i);
-        self.map.get(&fp).copied()
+        self.hot_of(i).copied()
     }
 
     /// Records a FIN from endpoint `from`; `true` once both sides sent one.
     pub(crate) fn fin(&mut self, fp: u64, from: usize) -> bool {
-        let Some(h) = self.map.get_mut(&fp) else {
+        let Some(h) = self.hot_mut(fp) else {
             return false;
         };
         if let Some(f) = h.fin.get_mut(from) {
@@ -517,7 +529,7 @@ impl Table {
 
     /// Forgets connection `fp` (FIN/RST, eviction, expiry).
     pub(crate) fn remove(&mut self, fp: u64) {
-        let Some(i) = self.map.get(&fp).map(|h| h.slot) else {
+        let Some(&i) = self.map.get(&fp) else {
             return;
         };
         if self.oldest_active == i {
@@ -562,8 +574,7 @@ impl Table {
                     break;
                 };
                 let due = self
-                    .map
-                    .get(&fp)
+                    .hot(fp)
                     .map_or(0, |h| h.last_seen.saturating_add(timeout));
                 if due > now {
                     next = next.min(due);
@@ -592,8 +603,8 @@ impl Table {
             let mut last_active = NIL;
             let mut moved = u64::MAX;
             while i != NIL {
-                let c = &self.slots[i as usize];
-                let h = &self.map[&c.fp];
+                let Entry { hot: h, cold: c } = &self.slots[i as usize];
+                assert_eq!(self.map[&c.fp], i);
                 assert_eq!(h.slot, i);
                 assert_eq!(c.which, w);
                 assert_eq!(c.prev, prev);
@@ -627,8 +638,27 @@ impl Table {
         assert_eq!(self.map.len(), self.half.len + self.est.len);
         assert_eq!(self.slots.len(), self.map.len() + self.free.len());
         assert!(self.half.len <= self.max_half_open && self.est.len <= self.max_flows);
-        if self.map.values().any(|h| h.active) {
+        if self
+            .map
+            .values()
+            .any(|&i| self.slots[i as usize].hot.active)
+        {
             assert!(self.next_deadline < u64::MAX);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slot is two cache lines, the hot part alone in the first.
+    #[test]
+    fn slot_layout() {
+        assert!(size_of::<Hot>() <= 64, "{}", size_of::<Hot>());
+        assert!(size_of::<Cold>() <= 64, "{}", size_of::<Cold>());
+        assert_eq!(size_of::<Entry>(), 128);
+        assert_eq!(align_of::<Entry>(), 64);
+        assert_eq!(size_of::<(u64, u32)>(), 16);
     }
 }
