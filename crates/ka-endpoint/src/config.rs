@@ -129,14 +129,15 @@ pub struct TcpConfig {
     /// (RFC 5681 §3.1). Older stacks used 65 535 (e.g. ns-3 before 3.26).
     /// Values below 2·MSS are raised to 2·MSS. Default `None`.
     pub initial_ssthresh: Option<usize>,
-    /// TCP-mode congestion control. Default NewReno.
+    /// TCP-mode congestion control (NewReno, CUBIC or PCC). Default NewReno.
     pub cc: CcAlgorithm,
     /// NewReno window growth by bytes acknowledged (RFC 3465/5681, default
     /// true) or per ACK (false: RFC 2581 and ns-3 before 3.25; see
     /// [`NewReno`](crate::NewReno)). CUBIC ignores it.
     pub byte_counting: bool,
     /// Pace in TCP mode at the controller's `pacing_rate()`. Default off
-    /// (plain window-limited bursts, like a classic TCP).
+    /// (plain window-limited bursts, like a classic TCP). A rate-based
+    /// controller ([`CcAlgorithm::Pcc`]) is paced whatever this says.
     pub tcp_pacing: bool,
     /// RTO before the first RTT sample (RFC 6298: 1 s).
     pub initial_rto: Duration,

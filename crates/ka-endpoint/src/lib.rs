@@ -14,7 +14,7 @@
 //!   for its connection *before* reassembling (the KA signal).
 //! * [`Connection`] — one TCP connection as a state machine (handshake with
 //!   MSS / window scale / SACK / timestamps / KA-Permitted, RFC 6298 RTO,
-//!   NewReno or CUBIC, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
+//!   NewReno, CUBIC or PCC Vivace, SACK scoreboard, flow control, FIN/RST/TIME-WAIT,
 //!   RFC 5961, RFC 3168 ECN) plus the KA receiver echo and the sender's KA/TCP mode
 //!   machine ([`Mode`], [`ModeChange`]).
 //! * [`cc`] — the TCP-mode congestion controllers behind [`Controller`];
@@ -101,7 +101,11 @@
 //!   for the window the peer lets it use within one RTT. See `conn::xcp`
 //!   and [`Xcp`].
 //! * **Indicators** go out when due even between pacing slots (still
-//!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
+//!   charged to the pacer), so they keep their 100 ms rhythm at low rates —
+//!   but never two in a row: below the indicators' own rate (~48 kbit/s,
+//!   reachable with a deployment scale below the paper's 120 kbit/s) back-
+//!   to-back indicators would starve the stampable segments, and with them
+//!   every fresh signal.
 //! * **ECN** (RFC 3168, DESIGN §8.6; [`EcnMode`]): by default a
 //!   connection accepts ECN when the peer asks but does not ask itself
 //!   (Linux's `tcp_ecn = 2`): asking is opt-in so that simulated scenarios
@@ -117,8 +121,8 @@
 //!   reassembly. Counters: [`ConnStats`]'s `ce_received`, `ece_received`,
 //!   `ece_reactions`, `cwr_sent`.
 //! * **Pacing**: a next-departure-time pacer; in KA mode at R with 3 ms of
-//!   burst credit, in TCP mode (if enabled) at the controller's rate with
-//!   1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
+//!   burst credit, in TCP mode (if enabled, and always for the rate-based
+//!   PCC) at the controller's rate with 1 ms. In KA mode a driver that wakes late catches up on at most 3 ms
 //!   of missed sending time: with 1 ms, wake-ups 2–5 ms late on a busy
 //!   2-core host cost a paced flow 4–5 % of R; with 5 ms the catch-up
 //!   bursts built queues that the router's RCP answered by lowering R.
@@ -157,8 +161,9 @@ pub mod conn;
 pub mod isn;
 pub mod rtt;
 pub mod stack;
+pub mod udp;
 
-pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Xcp, XcpVariant};
+pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp, XcpVariant};
 pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,

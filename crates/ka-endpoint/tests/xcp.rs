@@ -414,10 +414,10 @@ fn the_rate_variant_paces_at_cwnd_over_srtt() {
         g.sort();
         let zero = g.iter().filter(|d| d.is_zero()).count() as f64 / g.len() as f64;
         if alg == CcAlgorithm::Xcp {
-            assert!(!a.controller().requires_pacing());
+            assert!(!a.controller().rate_based());
             assert!(zero >= 0.4, "window-based: back-to-back bursts ({zero})");
         } else {
-            assert!(a.controller().requires_pacing());
+            assert!(a.controller().rate_based());
             let srtt = a.stats().srtt.unwrap().as_secs_f64();
             let rate = a.controller().pacing_rate(a.rtt()).unwrap();
             let iw = rfc6928_initial_window_of(a.smss()) as f64;

@@ -2,10 +2,11 @@
 //!
 //! [`Controller`] is shaped like quinn-proto's controller: the connection
 //! reports acknowledged bytes and congestion events, and asks for the
-//! congestion window and (optionally) a pacing rate. Two algorithms are
+//! congestion window and (optionally) a pacing rate. Three algorithms are
 //! provided: [`NewReno`] (RFC 5681 / RFC 6582 window arithmetic with byte
-//! counting) and [`Cubic`] (RFC 9438 including the Reno-friendly region and
-//! fast convergence).
+//! counting), [`Cubic`] (RFC 9438 including the Reno-friendly region and
+//! fast convergence) and [`Pcc`] (PCC Vivace, a rate-based controller; see
+//! its module docs).
 //!
 //! Division of labour with the connection:
 //!
@@ -23,9 +24,21 @@
 //!   into the IPv4 XCP option of each data segment) and gets every echo
 //!   through [`Controller::on_feedback`]; [`Xcp`] is the one that does. The
 //!   defaults of these methods make NewReno and CUBIC ignore them.
+//!
+//! Per-packet reports (for rate-based controllers such as [`Pcc`]; the
+//! window controllers ignore them through the default methods): the
+//! connection calls [`Controller::on_packet_sent`] for every data segment
+//! it transmits (new data and retransmissions), and, for every segment
+//! transmission whose fate becomes known, either
+//! [`Controller::on_packet_acked`] (first cumulative ACK or SACK that covers
+//! it) or [`Controller::on_packet_lost`] (each time the scoreboard marks it
+//! lost, not once per loss episode). Both name the transmission by its send
+//! time. A controller that says [`Controller::rate_based`] is paced at its
+//! [`Controller::pacing_rate`] whatever `TcpConfig::tcp_pacing` says.
 
 mod cubic;
 mod newreno;
+mod pcc;
 mod window;
 mod xcp;
 
@@ -43,10 +56,11 @@ pub struct FeedbackRequest {
     /// The window change wanted from this one segment, bytes.
     pub feedback: i32,
 }
+pub use pcc::{Pcc, PccConfig, PccPhase, VivaceUtility};
 
 use crate::rtt::RttEstimator;
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A TCP-mode congestion controller. All sizes are bytes.
 pub trait Controller: Send + fmt::Debug {
@@ -110,13 +124,6 @@ pub trait Controller: Send + fmt::Debug {
         Some(gain * self.window() as f64 / srtt)
     }
 
-    /// Whether the connection must pace at [`Controller::pacing_rate`]
-    /// whatever [`TcpConfig::tcp_pacing`](crate::TcpConfig::tcp_pacing)
-    /// says: the controller is rate-based. Default false.
-    fn requires_pacing(&self) -> bool {
-        false
-    }
-
     /// Explicit window feedback (XCP): the `H_cwnd` and `H_feedback` for a
     /// data segment sent now, given the largest window the sender could use
     /// (`desired_window`, bytes). `None` (the default): the controller
@@ -137,8 +144,61 @@ pub trait Controller: Send + fmt::Debug {
     /// A boxed copy (controllers are configured by prototype).
     fn clone_box(&self) -> Box<dyn Controller>;
 
-    /// A short name for logs and statistics ("newreno", "cubic").
+    /// A short name for logs and statistics ("newreno", "cubic", "pcc").
     fn name(&self) -> &'static str;
+
+    /// A data segment (new data or a retransmission) left at `now`:
+    /// `bytes` of sequence space (payload plus FIN), `wire_bytes` with the
+    /// TCP and IP headers (what the pacer charges). Called before the pacer
+    /// schedules the next departure, so a rate changed here applies to it.
+    /// Default: ignored.
+    fn on_packet_sent(
+        &mut self,
+        now: Instant,
+        bytes: usize,
+        wire_bytes: usize,
+        rtt: &RttEstimator,
+    ) {
+        let _ = (now, bytes, wire_bytes, rtt);
+    }
+
+    /// The transmission sent at `sent` (`bytes` of sequence space) was
+    /// delivered: the first ACK or SACK covering it arrived at `now`.
+    /// `rtt_sample` is `now − sent` for a segment never retransmitted
+    /// (Karn), else `None`. Called per segment, before
+    /// [`Controller::on_ack`] for the same ACK. Default: ignored.
+    fn on_packet_acked(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: usize,
+        rtt_sample: Option<Duration>,
+    ) {
+        let _ = (now, sent, bytes, rtt_sample);
+    }
+
+    /// The transmission sent at `sent` (`bytes` of sequence space) was
+    /// deemed lost at `now` (SACK rule, partial ACK, fast retransmit or
+    /// RTO): once per segment and transmission, unlike
+    /// [`Controller::on_congestion_event`]. Default: ignored.
+    fn on_packet_lost(&mut self, now: Instant, sent: Instant, bytes: usize) {
+        let _ = (now, sent, bytes);
+    }
+
+    /// Whether the controller is rate-based: the connection then paces at
+    /// [`Controller::pacing_rate`] in TCP mode even when
+    /// `TcpConfig::tcp_pacing` is off, and the window is only a safety
+    /// bound. Default: false.
+    fn rate_based(&self) -> bool {
+        false
+    }
+
+    /// Seeds the controller's randomness (the connection derives the seed
+    /// from its keyed-hash ISN and timestamp offset, so runs are
+    /// reproducible). Default: ignored.
+    fn set_seed(&mut self, seed: u64) {
+        let _ = seed;
+    }
 }
 
 /// Which TCP-mode algorithm a connection uses.
@@ -155,6 +215,8 @@ pub enum CcAlgorithm {
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
     /// does not take it up.
     XcpRate,
+    /// PCC Vivace (rate-based; see [`Pcc`]).
+    Pcc,
 }
 
 impl CcAlgorithm {
@@ -163,7 +225,7 @@ impl CcAlgorithm {
         match self {
             CcAlgorithm::Xcp => Some(XcpVariant::Window),
             CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
-            CcAlgorithm::NewReno | CcAlgorithm::Cubic => None,
+            CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc => None,
         }
     }
 
@@ -175,7 +237,7 @@ impl CcAlgorithm {
 
     /// [`CcAlgorithm::build`] with NewReno's counting rule chosen
     /// (`byte_counting: false` = per-ACK counting, see [`NewReno`]; CUBIC
-    /// and XCP ignore it).
+    /// XCP and PCC ignore it).
     pub fn build_with(
         self,
         mss: usize,
@@ -197,6 +259,11 @@ impl CcAlgorithm {
                 let variant = self.xcp_variant().unwrap_or_default();
                 Box::new(Xcp::new(variant, mss, initial_window))
             }
+            CcAlgorithm::Pcc => Box::new(Pcc::new(PccConfig {
+                mss,
+                initial_window,
+                ..PccConfig::default()
+            })),
         }
     }
 }

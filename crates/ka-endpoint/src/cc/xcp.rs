@@ -275,7 +275,7 @@ impl Controller for Xcp {
         Some(gain * self.cwnd / srtt)
     }
 
-    fn requires_pacing(&self) -> bool {
+    fn rate_based(&self) -> bool {
         self.variant == XcpVariant::Rate
     }
 
@@ -391,7 +391,7 @@ mod tests {
         let t0 = Instant::now();
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Rate, MSS, 10 * MSS);
-        assert!(c.requires_pacing());
+        assert!(c.rate_based());
         c.on_ack(t0, t0, 0, false, &r);
         c.on_feedback(t0, t0, 10_000, &r);
         assert_eq!(c.cwnd(), 10 * MSS, "nothing applied yet");

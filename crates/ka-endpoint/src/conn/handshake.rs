@@ -79,7 +79,8 @@ impl Connection {
         // the options every data segment carries (RFC 5681 §2, RFC 6691),
         // i.e. 1448 bytes with timestamps on a 1500-byte path, as Linux's
         // mss_cache and ns-3's SegmentSize count.
-        self.cc = build_controller(&self.cfg, self.smss(), self.last_now, self.xcp.sender);
+        let seed = cc_seed(self.iss, self.ts_offset);
+        self.cc = build_controller(&self.cfg, self.smss(), self.last_now, self.xcp.sender, seed);
         self.snd_wnd = u64::from(syn.window);
         self.max_snd_wnd = self.snd_wnd;
         self.last_wire_window = syn.window;
@@ -89,13 +90,15 @@ impl Connection {
 
 /// A fresh TCP-mode controller: the configured algorithm with the initial
 /// window (RFC 6928 when configured as 10 segments, else that many MSS)
-/// and, if configured, the initial slow-start threshold. An XCP algorithm
-/// becomes NewReno unless `xcp` (XCP was negotiated).
+/// its randomness seeded with `seed` and, if configured, the initial
+/// slow-start threshold. An XCP algorithm becomes NewReno unless `xcp` (XCP
+/// was negotiated).
 pub(super) fn build_controller(
     cfg: &TcpConfig,
     mss: usize,
     now: Instant,
     xcp: bool,
+    seed: u64,
 ) -> Box<dyn Controller> {
     let iw = if cfg.initial_window_segments == 10 {
         rfc6928_initial_window(mss)
@@ -107,6 +110,7 @@ pub(super) fn build_controller(
         _ => cfg.cc,
     };
     let mut cc = alg.build_with(mss, iw, cfg.byte_counting);
+    cc.set_seed(seed);
     if let Some(ssthresh) = cfg.initial_ssthresh {
         cc.set_window(now, iw, ssthresh);
     }
@@ -132,4 +136,11 @@ pub(super) fn window_shift(buf: usize) -> u8 {
         s += 1;
     }
     s
+}
+
+/// The controller's seed: the ISN and the timestamp offset, both keyed
+/// hashes of the 4-tuple under the stack's secret (RFC 6528 / RFC 7323
+/// §5.4), so connections differ and runs repeat.
+pub(super) fn cc_seed(iss: u32, ts_offset: u32) -> u64 {
+    (u64::from(ts_offset) << 32) | u64::from(iss)
 }

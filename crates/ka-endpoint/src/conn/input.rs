@@ -1,5 +1,6 @@
 //! Segment arrival (RFC 9293 §3.10.7 "SEGMENT ARRIVES", RFC 5961, RFC 7323).
 
+use super::send::SegFate;
 use super::{CloseReason, Connection, Event, PendingRst, Recovery, State, unwrap_seq};
 use ka_codec::wire::tcp::{ACK, ECE, FIN, RST, SYN, TcpRepr};
 use std::time::{Duration, Instant};
@@ -321,6 +322,7 @@ impl Connection {
             self.dupacks = 0;
             let app_limited = self.sndbuf.end_seq() <= self.snd_nxt
                 && (outstanding_before as usize) + self.snd_mss < self.cwnd();
+            self.report_segments(now);
             if let (super::Mode::Tcp, Some(sent)) = (self.ka.mode, acked.newest_sent) {
                 self.cc
                     .on_ack(now, sent, acked.bytes as usize, app_limited, &self.rtt);
@@ -379,6 +381,22 @@ impl Connection {
                 self.sack_ok && newly_sacked > 0 && self.sb.first_lost_by_sack(DUP_THRESH as usize);
             if by_sack || (by_dupacks && self.snd_una > self.recover_guard) {
                 self.enter_recovery(now);
+            }
+        }
+        self.report_segments(now);
+    }
+
+    /// Hands the scoreboard's per-segment fates (delivered / lost) to the
+    /// controller (see `cc` module docs).
+    pub(super) fn report_segments(&mut self, now: Instant) {
+        for r in self.sb.drain_reports() {
+            match r.fate {
+                SegFate::Acked { rtt_valid } => {
+                    let sample = rtt_valid.then(|| now.saturating_duration_since(r.sent));
+                    self.cc
+                        .on_packet_acked(now, r.sent, r.bytes as usize, sample);
+                }
+                SegFate::Lost => self.cc.on_packet_lost(now, r.sent, r.bytes as usize),
             }
         }
     }
@@ -457,6 +475,7 @@ impl Connection {
         if self.snd_wnd == 0 && self.sb.outstanding() <= 1 {
             // zero-window probe timed out: resend it, no congestion reaction
             self.sb.mark_first_lost();
+            self.report_segments(now);
             self.force_retransmit = true;
             self.set_rto_timer(now);
             return;
@@ -472,6 +491,7 @@ impl Connection {
             self.sb.clear_sacks();
         }
         self.sb.mark_all_lost();
+        self.report_segments(now);
         self.recovery = None;
         self.recover_guard = self.snd_max;
         self.dupacks = 0;

@@ -40,7 +40,7 @@
 mod ecn;
 mod handshake;
 
-use handshake::{build_controller, offers_ka, offers_native_rcp, window_shift};
+use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_shift};
 mod input;
 mod ka;
 mod output;
@@ -259,7 +259,7 @@ impl Connection {
                 cfg.max_rto,
                 cfg.clock_granularity,
             ),
-            cc: build_controller(&cfg, snd_mss, now, true),
+            cc: build_controller(&cfg, snd_mss, now, true, cc_seed(init.iss, init.ts_offset)),
             recovery: None,
             recover_guard: 0,
             dupacks: 0,

@@ -236,6 +236,10 @@ impl Connection {
             if self.rto_at.is_none() {
                 self.set_rto_timer(now);
             }
+            if data_len > 0 {
+                let wire = self.ip_header_len + t.len;
+                self.cc.on_packet_sent(now, len as usize, wire, &self.rtt);
+            }
             self.pacer_on_send(now, self.ip_header_len + t.len);
             return Some(t);
         }
@@ -362,7 +366,10 @@ impl Connection {
             self.set_rto_timer(now);
         }
         if len > 0 {
-            self.pacer_on_send(now, self.ip_header_len + t.len);
+            let wire = self.ip_header_len + t.len;
+            self.cc
+                .on_packet_sent(now, (end - seq) as usize, wire, &self.rtt);
+            self.pacer_on_send(now, wire);
         }
         Some(t)
     }

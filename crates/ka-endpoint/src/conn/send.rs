@@ -113,6 +113,27 @@ impl TxSeg {
     }
 }
 
+/// What became of one transmission, for the congestion controller's
+/// per-packet reports (`Controller::on_packet_acked` / `on_packet_lost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegReport {
+    /// When the transmission was sent.
+    pub sent: Instant,
+    /// Sequence-space bytes.
+    pub bytes: u64,
+    /// Delivered (first cumulative ACK or SACK covering it) or deemed lost.
+    pub fate: SegFate,
+}
+
+/// See [`SegReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SegFate {
+    /// Delivered; `rtt_valid` if never retransmitted (Karn).
+    Acked { rtt_valid: bool },
+    /// Marked lost.
+    Lost,
+}
+
 /// The segments in flight.
 #[derive(Debug, Default)]
 pub(crate) struct Scoreboard {
@@ -121,6 +142,9 @@ pub(crate) struct Scoreboard {
     lost_bytes: u64,
     /// Highest sequence number covered by a SACK block.
     pub highest_sacked: u64,
+    /// Fates learned since the connection last drained them: at most one
+    /// entry per segment per call, drained after every ACK and RTO.
+    reports: Vec<SegReport>,
 }
 
 /// What a cumulative ACK removed.
@@ -174,6 +198,11 @@ impl Scoreboard {
         self.segs.push_back(seg);
     }
 
+    /// Takes the fates recorded since the last call.
+    pub fn drain_reports(&mut self) -> std::vec::Drain<'_, SegReport> {
+        self.reports.drain(..)
+    }
+
     /// Removes everything below `ack`.
     pub fn ack_to(&mut self, ack: u64) -> Acked {
         let mut out = Acked::default();
@@ -188,6 +217,15 @@ impl Scoreboard {
                 out.bytes += seg.len();
                 if seg.sacked {
                     self.sacked_bytes -= seg.len();
+                } else {
+                    let fate = SegFate::Acked {
+                        rtt_valid: seg.tx_count == 1,
+                    };
+                    self.reports.push(SegReport {
+                        sent: seg.sent,
+                        bytes: seg.len(),
+                        fate,
+                    });
                 }
                 if seg.lost {
                     self.lost_bytes -= seg.len();
@@ -204,6 +242,15 @@ impl Scoreboard {
                 let cut = ack - f.start;
                 if f.sacked {
                     self.sacked_bytes -= cut;
+                } else {
+                    let fate = SegFate::Acked {
+                        rtt_valid: f.tx_count == 1,
+                    };
+                    self.reports.push(SegReport {
+                        sent: f.sent,
+                        bytes: cut,
+                        fate,
+                    });
                 }
                 if f.lost {
                     self.lost_bytes -= cut;
@@ -236,6 +283,13 @@ impl Scoreboard {
                 s.sacked = true;
                 newly += s.len();
                 self.sacked_bytes += s.len();
+                self.reports.push(SegReport {
+                    sent: s.sent,
+                    bytes: s.len(),
+                    fate: SegFate::Acked {
+                        rtt_valid: s.tx_count == 1,
+                    },
+                });
                 if s.lost {
                     s.lost = false;
                     self.lost_bytes -= s.len();
@@ -263,6 +317,11 @@ impl Scoreboard {
             } else if sacked_above >= dup_thresh && !s.lost && !s.rexmit_in_recovery {
                 s.lost = true;
                 newly += s.len();
+                self.reports.push(SegReport {
+                    sent: s.sent,
+                    bytes: s.len(),
+                    fate: SegFate::Lost,
+                });
             }
         }
         self.lost_bytes += newly;
@@ -291,6 +350,11 @@ impl Scoreboard {
             Some(f) if !f.sacked && !f.lost => {
                 f.lost = true;
                 self.lost_bytes += f.len();
+                self.reports.push(SegReport {
+                    sent: f.sent,
+                    bytes: f.len(),
+                    fate: SegFate::Lost,
+                });
                 true
             }
             _ => false,
@@ -304,6 +368,11 @@ impl Scoreboard {
             if !s.sacked && !s.lost {
                 s.lost = true;
                 self.lost_bytes += s.len();
+                self.reports.push(SegReport {
+                    sent: s.sent,
+                    bytes: s.len(),
+                    fate: SegFate::Lost,
+                });
             }
         }
         self.lost_bytes
@@ -448,6 +517,45 @@ mod tests {
         assert_eq!(sb.sacked_bytes(), 0);
         assert_eq!(sb.lost_bytes(), 0);
         assert_eq!(sb.pipe(), 100);
+    }
+
+    #[test]
+    fn reports_each_transmission_once() {
+        let t = Instant::now();
+        let t2 = t + std::time::Duration::from_millis(5);
+        let mut sb = Scoreboard::default();
+        for i in 0..6 {
+            sb.push(seg(1 + i * 100, 101 + i * 100, t));
+        }
+        let fates = |sb: &mut Scoreboard| -> Vec<(u64, SegFate)> {
+            sb.drain_reports().map(|r| (r.bytes, r.fate)).collect()
+        };
+        let acked = SegFate::Acked { rtt_valid: true };
+        // three SACKed, then the two below them deemed lost
+        sb.sack(201, 501);
+        assert_eq!(fates(&mut sb), vec![(100, acked); 3]);
+        sb.mark_lost_by_sack(3);
+        assert_eq!(fates(&mut sb), vec![(100, SegFate::Lost); 2]);
+        assert!(fates(&mut sb).is_empty(), "drained");
+        // the first is retransmitted, then cumulatively acknowledged with
+        // the SACKed ones: only it is reported (no RTT: Karn), the SACKed
+        // ones were reported already
+        sb.on_retransmit(0, t2, true);
+        sb.ack_to(101);
+        let r: Vec<SegReport> = sb.drain_reports().collect();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].sent, t2);
+        assert_eq!(r[0].fate, SegFate::Acked { rtt_valid: false });
+        // a partial ACK reports the bytes it covers (of the second, marked
+        // lost and not yet resent); an RTO reports every un-SACKed segment
+        // not yet marked lost: only the last
+        sb.ack_to(151);
+        assert_eq!(
+            fates(&mut sb),
+            vec![(50, SegFate::Acked { rtt_valid: true })]
+        );
+        sb.mark_all_lost();
+        assert_eq!(fates(&mut sb), vec![(100, SegFate::Lost)]);
     }
 
     #[test]

@@ -13,15 +13,22 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
+//! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
+//! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
+pub mod dcc;
 mod figures;
+mod other;
 
 pub use aqm::Aqm;
+pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use other::{Other, max_min_rates};
 
 use std::path::Path;
 
@@ -76,6 +83,11 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &Dcc::Fig2,
+        &Dcc::Udp,
+        &Other::Rtt,
+        &Other::FiveBn,
+        &Other::Dc,
     ]
 }
 

@@ -81,7 +81,8 @@ pub struct Common {
 
     /// Congestion control. `xcp` / `xcp-rate` (router-assisted XCP, window- or rate-based):
     /// offered in the SYN instead of KA, needs a peer that echoes XCP feedback and IPv4;
-    /// otherwise the connection runs NewReno.
+    /// otherwise the connection runs NewReno. `pcc` (PCC Vivace) is rate-based and always
+    /// paced; with --no-ka it is the paper's PCC baseline.
     #[arg(long, value_enum, default_value = "newreno")]
     pub cc: CcArg,
 
@@ -230,6 +231,9 @@ pub enum CcArg {
     Xcp,
     /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an RTT.
     XcpRate,
+    /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized rate trials and a
+    /// latency-aware utility.
+    Pcc,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -251,6 +255,7 @@ impl Common {
             CcArg::Cubic => CcAlgorithm::Cubic,
             CcArg::Xcp => CcAlgorithm::Xcp,
             CcArg::XcpRate => CcAlgorithm::XcpRate,
+            CcArg::Pcc => CcAlgorithm::Pcc,
         };
         stack.tcp.ecn = match self.ecn {
             EcnArg::On => EcnMode::On,
@@ -398,6 +403,31 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn cc_pcc_selects_the_rate_based_controller() {
+        let cli = Cli::try_parse_from([
+            "ka-endpoint",
+            "recv",
+            "--addr",
+            "10.0.0.1/24",
+            "--listen",
+            "5001",
+            "--no-ka",
+            "--cc",
+            "pcc",
+        ])
+        .unwrap();
+        let Cmd::Recv(r) = cli.cmd else {
+            panic!("not recv")
+        };
+        let cfg = r.common.driver_config();
+        assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Pcc);
+        assert!(!cfg.stack.tcp.ka.enabled);
+        let cc = cfg.stack.tcp.cc.build(1448, 14_480);
+        assert_eq!(cc.name(), "pcc");
+        assert!(cc.rate_based());
     }
 
     #[test]

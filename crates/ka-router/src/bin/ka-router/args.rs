@@ -11,7 +11,7 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
 use crate::rwm_args::RwmArgs;
-use ka_router::{PortConfig, QueueMeasure, Signalling};
+use ka_router::{PortConfig, QueueMeasure, RcpUpdate, Signalling};
 
 const UNITS: &str = "\
 UNITS:
@@ -98,6 +98,17 @@ pub struct Args {
         default_value = "persistent"
     )]
     pub queue_measure: QueueMeasureArg,
+
+    /// How a control interval updates R: exponential = R·eˣ (the exact solution of RCP's fluid
+    /// model over the interval; never collapses at small RTTs), linear = R·(1 + x) (DESIGN §4.3
+    /// and the ns-2 code; the same to first order), x = (T/d)(α(C − y) − βq/d)/C.
+    #[arg(
+        long,
+        value_name = "exponential|linear",
+        value_enum,
+        default_value = "exponential"
+    )]
+    pub rcp_update: RcpUpdateArg,
 
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
@@ -187,6 +198,15 @@ pub enum QueueMeasureArg {
     Now,
 }
 
+/// `--rcp-update` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RcpUpdateArg {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
+}
+
 /// `--signalling` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignallingArg {
@@ -232,6 +252,10 @@ impl Args {
                 QueueMeasureArg::Now => QueueMeasure::Now,
             };
             c.rcp.queue_target = self.queue_target;
+            c.rcp.update = match self.rcp_update {
+                RcpUpdateArg::Exponential => RcpUpdate::Exponential,
+                RcpUpdateArg::Linear => RcpUpdate::Linear,
+            };
             c.dither = self.dither == OnOff::On;
             // A bridge is invisible at layer 3: no TTL / hop-limit decrement
             // (IPv6 neighbour discovery also needs hop limit 255 to survive).
@@ -379,6 +403,8 @@ mod tests {
             "0",
             "--dither",
             "off",
+            "--rcp-update",
+            "linear",
         ])
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -394,6 +420,7 @@ mod tests {
         assert_eq!(r.rcp.queue_measure, QueueMeasure::Now);
         assert_eq!(r.rcp.queue_target, Duration::ZERO);
         assert!(!r.dither);
+        assert_eq!(r.rcp.update, RcpUpdate::Linear);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 
