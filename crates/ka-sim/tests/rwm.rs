@@ -154,8 +154,15 @@ size_pkts = 10
         ("delta = 0.1", "delta = -2.0"),
         ("buffer_bytes = 8388608", "buffer_bytes = 100"),
         ("size_pkts = 10", "size_pkts = 0"),
+        // A CBR source has no size.
+        ("kind = \"tcp-cubic\"", "kind = \"udp-cbr\"\ncbr_mbps = 1.0"),
     ] {
         let bad = text.replace(from, to);
         assert!(Scenario::from_toml(&bad).is_err(), "{to} accepted");
     }
+    // ... and without size_pkts the UDP group is fine.
+    let udp = text
+        .replace("kind = \"tcp-cubic\"", "kind = \"udp-cbr\"\ncbr_mbps = 1.0")
+        .replace("size_pkts = 10\n", "");
+    assert!(Scenario::from_toml(&udp).is_ok());
 }
