@@ -73,7 +73,9 @@ fn port(net: &Net) -> &ka_router::Port {
 fn rate_known_from_the_syn_ack_and_paced_from_the_first_segment() {
     let (mut net, log) = rcp_net(rcp_tcp(), test_tcp());
     let h = net.connect(5001);
-    net.send_bulk(Side::A, h, payload(3_000_000, 1), false);
+    // 6 MB take about 5 s at C: the transfer is still running at 4 s, when
+    // the checks look (a finished, idle sender leaves KA mode by silence).
+    net.send_bulk(Side::A, h, payload(6_000_000, 1), false);
     net.run_for(Duration::from_secs(4));
 
     let a = net.a.conn(h).unwrap();
