@@ -3,8 +3,9 @@
 //! **Lookup.** Connections are found by a 64-bit *fingerprint* of their
 //! key: SipHash-1-3 under a per-table random key (std's `RandomState`), so
 //! a stranger can neither predict nor aim collisions. The hash map goes
-//! from fingerprint to a slot index (16-byte buckets: the map of a full
-//! table stays in the CPU's second-level cache), and each slot is two
+//! from fingerprint to a slot index (16-byte buckets, a quarter of the
+//! 64-byte hot line they point to: 2 MiB for a full default table), and
+//! each slot is two
 //! 64-byte-aligned cache lines: the [`Hot`] part — everything a segment of
 //! an established connection needs — in the first, the [`Cold`] part
 //! (handshake state, list links) in the second, which the per-packet path
