@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::rwm::{Rwm, RwmConfig, Side};
-use ka_router::{DropReason, Port, PortConfig, PushOutcome, QdiscConfig, Signalling};
+use ka_router::{
+    ControllerKind, CrowdConfig, DropReason, Port, PortConfig, PushOutcome, QdiscConfig,
+    Signalling,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn qdisc(sel: u8) -> QdiscConfig {
@@ -61,6 +64,10 @@ fuzz_target!(|data: &[u8]| {
     cfg.delay = Duration::from_micros(u64::from(sel & 0x03) * 700);
     cfg.qdisc = qdisc(qsel);
     cfg.seed = u64::from(qsel);
+    // Odd-length inputs run the crowd controller (it parses TCP headers).
+    if data.len() % 2 == 1 {
+        cfg.controller = ControllerKind::Crowd(CrowdConfig::default());
+    }
     let t0 = Instant::now();
     let mut port = Port::new(cfg, t0);
     let mut rwm_cfg = RwmConfig::new(10_000_000);

@@ -6,7 +6,22 @@ use std::time::Duration;
 
 use ka_codec::scale::Scale;
 
+use crate::controller::crowd::CrowdConfig;
 use crate::qdisc::QdiscConfig;
+
+/// Which [`RateController`](crate::RateController) [`crate::Port::new`]
+/// builds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum ControllerKind {
+    /// [`crate::Rcp`], the paper's controller (DESIGN §4.3). The default.
+    #[default]
+    Rcp,
+    /// [`crate::Crowd`]: RCP's control law plus admission of newly
+    /// arriving flows, without the flash-crowd overflow (issue 14). Works
+    /// with both explicit-rate carriers (KA and native RCP); uses the
+    /// `rcp` knobs α, β and R_min.
+    Crowd(CrowdConfig),
+}
 
 /// How a port tells senders its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -192,6 +207,9 @@ pub struct PortConfig {
     pub dither: bool,
     /// RCP controller knobs (used by [`crate::Port::new`]).
     pub rcp: RcpConfig,
+    /// The controller [`crate::Port::new`] builds. Default
+    /// [`ControllerKind::Rcp`].
+    pub controller: ControllerKind,
     /// TCP-mode detector knobs.
     pub mode: ModeConfig,
     /// Decrement IPv4 TTL / IPv6 hop limit once per packet, dropping packets
@@ -221,6 +239,7 @@ impl PortConfig {
             ipv6_signal: true,
             dither: false,
             rcp: RcpConfig::default(),
+            controller: ControllerKind::Rcp,
             mode: ModeConfig::default(),
             decrement_ttl: true,
             scale: Scale::PAPER,
@@ -277,6 +296,9 @@ impl PortConfig {
         }
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
+        }
+        if let ControllerKind::Crowd(k) = &self.controller {
+            k.validate().map_err(ConfigError::BadValue)?;
         }
         match &self.qdisc {
             QdiscConfig::DropTail => Ok(()),

@@ -12,6 +12,12 @@ use std::time::Duration;
 
 use crate::config::{RcpConfig, RcpUpdate};
 
+pub mod crowd;
+pub mod packet;
+
+pub use crowd::{Crowd, CrowdConfig};
+pub use packet::{PacketInfo, TcpInfo};
+
 /// What the port measured over one control interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measurement {
@@ -70,6 +76,30 @@ pub trait RateController: Send {
     /// ignores it (R stays as it is).
     fn restore(&mut self, rate: f64) {
         let _ = rate;
+    }
+
+    /// Whether the controller wants [`on_packet`](Self::on_packet) calls.
+    /// The port only reads TCP headers for controllers that do. Default
+    /// false.
+    fn wants_packets(&self) -> bool {
+        false
+    }
+
+    /// A packet arrived at the port at `now` (port time: since the port
+    /// was created), before the queue's verdict — called for every packet
+    /// [`Measurement::input_rate`] counts, and also while the port is in
+    /// TCP mode. Only called if [`wants_packets`](Self::wants_packets).
+    /// Default: nothing.
+    fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
+        let _ = (now, packet);
+    }
+
+    /// The rate to signal in `packet`, which leaves the port at `now`.
+    /// Only called if [`wants_packets`](Self::wants_packets). Default:
+    /// [`rate`](Self::rate).
+    fn rate_for(&mut self, now: Duration, packet: &PacketInfo) -> f64 {
+        let _ = (now, packet);
+        self.rate()
     }
 }
 

@@ -126,6 +126,17 @@
 //! closed form `R·fⁿ`, others loop at most [`MAX_BATCH_ITERATIONS`] times),
 //! so catching up after any idle gap is O(1).
 //!
+//! [`PortConfig::controller`] selects the controller [`Port::new`] builds:
+//! [`Rcp`] (the default, the paper's) or [`Crowd`], which keeps RCP's
+//! update but follows TCP connections from their SYN and admits each new
+//! one at its expected share, so that flows starting together do not
+//! overflow the queue (issue 14; see [`controller::crowd`] for the design
+//! and its costs). Controllers that look at packets
+//! ([`RateController::wants_packets`]) see every arrival
+//! ([`RateController::on_packet`]) and choose the rate of every packet that
+//! can carry one ([`RateController::rate_for`]): a KA packet with payload
+//! and DF clear, any native-RCP packet (SYNs included).
+//!
 //! While the port is in TCP mode, R is frozen (the controller is not
 //! called) — at the value it had at the last control interval that ended
 //! with a short queue (a tenth of the threshold). TCP mode is entered when
@@ -246,9 +257,12 @@ mod time;
 pub use classify::MAX_PACKET_LEN;
 pub use classify::PacketKind;
 pub use config::{
-    ConfigError, ModeConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate, Signalling,
+    ConfigError, ControllerKind, ModeConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate,
+    Signalling,
 };
-pub use controller::{MAX_BATCH_ITERATIONS, Measurement, RateController, Rcp};
+pub use controller::{
+    Crowd, CrowdConfig, MAX_BATCH_ITERATIONS, Measurement, PacketInfo, RateController, Rcp, TcpInfo,
+};
 pub use mode::Mode;
 pub use native::lower_rcp_option;
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};

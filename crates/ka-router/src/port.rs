@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use ka_codec::Code;
 
 use crate::classify::{self, Kind, Reject};
-use crate::config::PortConfig;
-use crate::controller::{RateController, Rcp};
+use crate::config::{ControllerKind, PortConfig};
+use crate::controller::{Crowd, RateController, Rcp};
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
 use crate::shaper::{DelayLine, Shaper};
@@ -83,11 +83,16 @@ impl std::fmt::Debug for Port {
 }
 
 impl Port {
-    /// A port with the default [`Rcp`] controller, starting at `now`.
+    /// A port with the controller `config.controller` selects (by default
+    /// [`Rcp`]), starting at `now`.
     pub fn new(config: PortConfig, now: Instant) -> Self {
         let config = config.sanitized();
-        let rcp = Rcp::new(config.rcp, config.capacity_bytes_per_ms());
-        Self::with_controller(config, Box::new(rcp), now)
+        let c = config.capacity_bytes_per_ms();
+        let controller: Box<dyn RateController> = match config.controller {
+            ControllerKind::Rcp => Box::new(Rcp::new(config.rcp, c)),
+            ControllerKind::Crowd(k) => Box::new(Crowd::new(k, config.rcp, c)),
+        };
+        Self::with_controller(config, controller, now)
     }
 
     /// A port with any rate controller, starting at `now`; its signalling

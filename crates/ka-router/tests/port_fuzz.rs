@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::{
-    DropReason, ModeConfig, Port, PortConfig, PushOutcome, QdiscConfig, Signalling, Verdict,
+    ControllerKind, CrowdConfig, DropReason, ModeConfig, Port, PortConfig, PushOutcome,
+    QdiscConfig, Signalling, Verdict,
 };
 use proptest::prelude::*;
 
@@ -27,6 +28,16 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
         )),
         (0u8..12).prop_map(common::indicator_v4),
         (0u16..6, 32usize..1600).prop_map(|(port, n)| common::udp_v4(port, 9, n, 0, 0)),
+        // TCP segments of a few connections, any flags (the crowd
+        // controller follows connections by them).
+        (0u16..4, any::<u8>(), 20usize..1500).prop_map(|(port, flags, n)| {
+            let mut seg = vec![0u8; n];
+            seg[0..2].copy_from_slice(&(40_000 + port).to_be_bytes());
+            seg[2..4].copy_from_slice(&5001u16.to_be_bytes());
+            seg[12] = 5 << 4;
+            seg[13] = flags;
+            common::ipv4(&seg, &[], false, false, 0, port, 64, 6)
+        }),
     ];
     // Any ECN codepoint, so the disciplines' marking paths run too.
     let valid = (valid, 0u8..4).prop_map(|(mut p, e)| {
@@ -164,9 +175,13 @@ proptest! {
         delay_us in 0u64..5_000,
         qdisc in qdisc(),
         seed in any::<u64>(),
+        crowd in any::<bool>(),
     ) {
         let t0 = Instant::now();
         let mut cfg = PortConfig::new(10_000_000);
+        if crowd {
+            cfg.controller = ControllerKind::Crowd(CrowdConfig::default());
+        }
         cfg.signalling = sig;
         cfg.ipv6_signal = ipv6_signal;
         cfg.queue_limit = queue;

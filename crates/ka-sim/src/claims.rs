@@ -133,7 +133,7 @@ fn mean_of(v: &[(f64, f64)]) -> Option<f64> {
     metrics::mean(&v.iter().map(|p| p.1).collect::<Vec<_>>())
 }
 
-fn fig2(variant: &str, r: &RunResult) -> Vec<Claim> {
+pub(crate) fn fig2(variant: &str, r: &RunResult) -> Vec<Claim> {
     let cap = cap_bps(r);
     let end = r.sim_seconds;
     let mut starts: Vec<f64> = r.flows.iter().map(|f| to_secs(f.start)).collect();

@@ -487,8 +487,12 @@ impl HostNode {
                         .as_ref()
                         .and_then(|s| s.active.get(&h))
                         .map(|a| a.id);
+                    let now = ctx.now();
                     if let Some(f) = id.and_then(|id| ctx.shared.flow_mut(id)) {
                         f.ka_mode = mc.to == Mode::Ka;
+                        if f.ka_mode && f.ka_first.is_none() {
+                            f.ka_first = Some(now);
+                        }
                     }
                 }
                 Event::Closed(_) => {

@@ -173,6 +173,26 @@ pub fn ka_time_frac(f: &FlowRecord, run_end: SimTime) -> f64 {
     }
 }
 
+/// Of the time KA flows spent after first entering KA mode (until their
+/// sender stopped, or `run_end`), the share spent in KA mode: 1 when no
+/// flow ever fell back to TCP mode (loss or silence). `None` if no flow
+/// entered KA mode.
+pub fn ka_kept_frac<'a>(
+    flows: impl IntoIterator<Item = &'a FlowRecord>,
+    run_end: SimTime,
+) -> Option<f64> {
+    let (mut ka, mut span) = (0u64, 0u64);
+    for f in flows {
+        let Some(first) = f.ka_first else {
+            continue;
+        };
+        let stop = f.stop.unwrap_or(run_end).min(run_end);
+        span += stop.saturating_sub(first);
+        ka += f.ka_time;
+    }
+    (span > 0).then(|| (ka as f64 / span as f64).min(1.0))
+}
+
 /// Formats nanoseconds as seconds, exactly, without trailing zeros
 /// (`1500000000` → `1.5`, `0` → `0`).
 pub fn fmt_secs(t: SimTime) -> String {
@@ -267,6 +287,7 @@ mod tests {
             bin_wire_bytes: 0,
             ka_mode: false,
             ka_time: 150_000_000,
+            ka_first: Some(1_100_000_000),
             path: PathInfo {
                 base_rtt: 100_000_000,
                 bottleneck_bps: 150_000_000,
@@ -279,6 +300,18 @@ mod tests {
         let unfinished = FlowRecord { end: None, ..f };
         assert_eq!(slowdown(&unfinished, 1500, 0.0), None);
         assert!((ka_time_frac(&unfinished, 2_000_000_000) - 0.15).abs() < 1e-12);
+        // KA from 1.1 s, sender stopped at 1.3 s, 0.15 s of it in KA mode.
+        let stopped = FlowRecord {
+            stop: Some(1_300_000_000),
+            ..f.clone()
+        };
+        let never = FlowRecord {
+            ka_first: None,
+            ..f.clone()
+        };
+        let kept = ka_kept_frac([&stopped, &never], 5_000_000_000).unwrap();
+        assert!((kept - 0.75).abs() < 1e-12, "{kept}");
+        assert_eq!(ka_kept_frac([&never], 5_000_000_000), None);
     }
 
     #[test]

@@ -5,14 +5,14 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use ka_router::{PortConfig, QueueMeasure, RcpUpdate, Signalling};
+use ka_router::{ControllerKind, PortConfig, QueueMeasure, RcpUpdate, Signalling};
 
 use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
 use crate::router::{NO_ROUTE, RouterNode};
 use crate::scenario::{
-    FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs, Scenario, ScenarioError,
-    TcpKnobs, Workload,
+    ControllerKnob, FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs,
+    Scenario, ScenarioError, TcpKnobs, Workload,
 };
 use crate::world::{PathInfo, World};
 
@@ -207,6 +207,17 @@ pub fn port_config(
     }
     if let Some(v) = knobs.dither {
         c.dither = v;
+    }
+    if let Some(v) = knobs.controller {
+        c.controller = match v {
+            ControllerKnob::Rcp => ControllerKind::Rcp,
+            ControllerKnob::Crowd => ControllerKind::Crowd(ka_router::CrowdConfig {
+                caution: knobs
+                    .crowd_caution
+                    .unwrap_or(ka_router::controller::crowd::DEFAULT_CAUTION),
+                ..ka_router::CrowdConfig::default()
+            }),
+        };
     }
     if let Some(v) = knobs.rcp_update {
         c.rcp.update = match v {

@@ -317,10 +317,26 @@ pub struct RouterKnobs {
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
+    /// The rate controller of every explicit-rate port: `"rcp"` (the
+    /// paper's, the default) or `"crowd"` (RCP's law plus admission of new
+    /// connections, no flash-crowd overflow: `ka_router::Crowd`).
+    pub controller: Option<ControllerKnob>,
+    /// `crowd` only: its caution (`ka_router::CrowdConfig::caution`).
+    pub crowd_caution: Option<f64>,
     /// How a control interval updates R: `"exponential"` (R·eˣ, the
     /// default) or `"linear"` (R·(1 + x), DESIGN §4.3's formula; see
     /// `ka_router::RcpUpdate`).
     pub rcp_update: Option<RcpUpdateKnob>,
+}
+
+/// `controller` values of [`RouterKnobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControllerKnob {
+    /// `ka_router::Rcp`.
+    Rcp,
+    /// `ka_router::Crowd`.
+    Crowd,
 }
 
 /// `rcp_update` values of [`RouterKnobs`].
@@ -682,6 +698,9 @@ impl Scenario {
             .is_some_and(|b| !(65_536..=1 << 30).contains(&b))
         {
             return bad("tcp.buffer_bytes must be in 64 KiB ..= 1 GiB".into());
+        }
+        if !nonneg(self.router.crowd_caution) {
+            return bad("router.crowd_caution must be >= 0".into());
         }
         if t.initial_rto_ms
             .is_some_and(|v| !(v.is_finite() && v > 0.0))

@@ -70,6 +70,8 @@ pub struct FlowRecord {
     pub ka_mode: bool,
     /// Time spent in KA mode (as the endpoint reports it).
     pub ka_time: SimTime,
+    /// When the sender first entered KA mode (None: never).
+    pub ka_first: Option<SimTime>,
     /// Path properties.
     pub path: PathInfo,
 }
@@ -130,6 +132,7 @@ impl World {
             bin_wire_bytes: 0,
             ka_mode: false,
             ka_time: 0,
+            ka_first: None,
             path: f.path,
         });
         self.by_key.insert(key, id);

@@ -253,7 +253,7 @@ impl RateSignal {
     /// mean: the next code goes on a fraction `p = (1/lo − 1/R)/(1/lo −
     /// 1/hi)` of packets. An error accumulator (first-order sigma-delta)
     /// spreads them evenly; it is deterministic.
-    fn dither(&mut self, code: Code, counters: &mut Counters) -> Code {
+    fn dither(&mut self, code: Code, r: f64, counters: &mut Counters) -> Code {
         let Some(table) = self.table.as_ref() else {
             return code;
         };
@@ -261,7 +261,6 @@ impl RateSignal {
             return code;
         };
         let (lo, hi) = (table.decode(code), table.decode(hi_code));
-        let r = self.controller.rate();
         if !(r > lo && hi > lo) {
             return code;
         }
@@ -276,23 +275,60 @@ impl RateSignal {
         }
     }
 
+    /// The rate `packet`, leaving at `t`, carries: R, or what the
+    /// controller picks for this packet if it looks at packets
+    /// ([`RateController::rate_for`]), asked only for packets that can
+    /// carry a signal.
+    fn egress_rate(&mut self, t: Nanos, packet: &[u8]) -> f64 {
+        if self.controller.wants_packets() {
+            let info = crate::controller::packet::inspect(packet);
+            // A KA signal needs payload to split and DF clear; native RCP
+            // writes into the option, which SYNs carry too.
+            let carries = match self.carrier {
+                Signalling::Ka => {
+                    let df = ka_codec::wire::ip_version(packet) == Some(4)
+                        && packet.get(6).is_some_and(|b| b & 0x40 != 0);
+                    !df && info.tcp.is_some_and(|t| t.payload > 0)
+                }
+                _ => true,
+            };
+            if carries {
+                return self.controller.rate_for(Duration::from_nanos(t), &info);
+            }
+        }
+        self.controller.rate()
+    }
+
+    /// The KA code for rate `r` (`None` in TCP mode, without the KA
+    /// carrier, or when `r` is not encodable).
+    fn signal_at(&self, r: f64) -> Option<Code> {
+        if !self.is_ka() || self.mode.mode() == Mode::Tcp {
+            return None;
+        }
+        self.table.as_ref()?.encode(r)
+    }
+
     /// Per-packet signalling on dequeue.
-    fn egress(&mut self, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
+    fn egress(&mut self, t: Nanos, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
         match self.carrier {
             Signalling::None => (packet, None),
             Signalling::NativeRcp => {
-                let rate = native::bytes_per_sec(self.controller.rate());
+                let rate = native::bytes_per_sec(self.egress_rate(t, &packet));
                 if native::lower_rcp_option(&mut packet, rate) {
                     counters.rcp_options_lowered += 1;
                 }
                 (packet, None)
             }
             Signalling::Ka => {
-                let Some(code) = self.signal() else {
+                if self.mode.mode() == Mode::Tcp {
+                    return (packet, None);
+                }
+                let r = self.egress_rate(t, &packet);
+                let Some(code) = self.signal_at(r) else {
                     return (packet, None);
                 };
                 let code = if self.config.dither {
-                    self.dither(code, counters)
+                    self.dither(code, r, counters)
                 } else {
                     code
                 };
@@ -350,6 +386,10 @@ impl Signaller for RateSignal {
             // Native RCP carries the sender's RTT in every packet's option.
             self.rtt_sample(t, f64::from(ms));
         }
+        if self.controller.wants_packets() {
+            let info = crate::controller::packet::inspect(packet);
+            self.controller.on_packet(Duration::from_nanos(t), &info);
+        }
         // y counts every packet offered to the queue, drops included.
         self.arrived += packet.len() as u64;
     }
@@ -388,7 +428,7 @@ impl Signaller for RateSignal {
         if self.is_ka() {
             self.mode_on_queue(t, q.packets);
         }
-        self.egress(packet, counters)
+        self.egress(t, packet, counters)
     }
 
     /// C, the ceiling and the queue target follow the new capacity; R
@@ -419,10 +459,7 @@ impl Signaller for RateSignal {
     }
 
     fn signal(&self) -> Option<Code> {
-        if !self.is_ka() || self.mode.mode() == Mode::Tcp {
-            return None;
-        }
-        self.table.as_ref()?.encode(self.controller.rate())
+        self.signal_at(self.controller.rate())
     }
 
     fn rtt(&self) -> Duration {

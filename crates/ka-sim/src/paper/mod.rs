@@ -13,6 +13,7 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
+//! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`], issue 14) |
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
@@ -21,11 +22,13 @@
 //! line in [`experiments`].
 
 mod aqm;
+mod crowd;
 pub mod dcc;
 mod figures;
 mod other;
 
 pub use aqm::Aqm;
+pub use crowd::FlashCrowd;
 pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use other::{Other, max_min_rates};
@@ -83,6 +86,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Figure::Fig7,
         &Aqm::Light,
         &Aqm::Heavy,
+        &FlashCrowd,
         &Dcc::Fig2,
         &Dcc::Udp,
         &Other::Rtt,

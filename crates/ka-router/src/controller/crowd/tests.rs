@@ -1,0 +1,239 @@
+//! Unit tests of [`Crowd`](super::Crowd).
+
+use super::*;
+use crate::controller::packet::{FlowKey, TcpInfo};
+
+const C: f64 = 18_750.0; // 150 Mbit/s in B/ms
+const MS: Duration = Duration::from_millis(1);
+
+fn key(i: u16) -> FlowKey {
+    FlowKey {
+        sport: 40_000 + i,
+        dport: 5001,
+        ..FlowKey::default()
+    }
+}
+
+fn pkt(i: u16, syn: bool, fin: bool, payload: usize) -> PacketInfo {
+    PacketInfo {
+        len: payload + 40,
+        tcp: Some(TcpInfo {
+            flow: key(i),
+            syn,
+            fin,
+            payload,
+        }),
+    }
+}
+
+fn syn(i: u16) -> PacketInfo {
+    pkt(i, true, false, 0)
+}
+
+fn data(i: u16) -> PacketInfo {
+    pkt(i, false, false, 1460)
+}
+
+fn fin(i: u16) -> PacketInfo {
+    pkt(i, false, true, 0)
+}
+
+fn interval(y: f64) -> Measurement {
+    Measurement {
+        interval: Duration::from_millis(10),
+        rtt: Duration::from_millis(100),
+        capacity: C,
+        max_rate: C,
+        input_rate: y,
+        queue_bytes: 0,
+    }
+}
+
+fn crowd(caution: f64) -> Crowd {
+    let cfg = CrowdConfig {
+        caution,
+        ..CrowdConfig::default()
+    };
+    Crowd::new(cfg, RcpConfig::default(), C)
+}
+
+#[test]
+fn a_lone_newcomer_gets_the_whole_link() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    c.on_packet(MS, &syn(1));
+    c.on_packet(100 * MS, &data(1));
+    let g = c.rate_for(100 * MS, &data(1));
+    assert!((g - C).abs() < 1e-6, "{g}");
+    assert_eq!(c.stats().grants, 1);
+    // Its later packets carry the same grant until it sends at it.
+    assert_eq!(c.rate_for(101 * MS, &data(1)), g);
+    // Then it is active, alone: R is the link too.
+    c.on_packet(200 * MS, &data(1));
+    assert!((c.rate_for(200 * MS, &data(1)) - C).abs() < 1e-6);
+}
+
+#[test]
+fn ka_crowd_of_64_is_split_at_the_first_grant() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    for i in 0..64 {
+        c.on_packet(Duration::from_micros(156 * u64::from(i)), &syn(i));
+    }
+    let mut sum = 0.0;
+    for i in 0..64 {
+        let t = 100 * MS + Duration::from_micros(156 * u64::from(i));
+        c.on_packet(t, &data(i));
+        let g = c.rate_for(t, &data(i));
+        assert!((g - C / 64.0).abs() / (C / 64.0) < 0.01, "flow {i}: {g}");
+        sum += g;
+    }
+    assert!(sum <= C * 1.001, "{sum}");
+    // Active flows get the same share.
+    assert!(
+        (c.rate() - C / 64.0).abs() / (C / 64.0) < 0.01,
+        "{}",
+        c.rate()
+    );
+}
+
+#[test]
+fn native_crowd_is_bounded_by_the_floor_budget() {
+    // Native RCP grants at the SYN: nobody is announced in advance.
+    let mut c = crowd(DEFAULT_CAUTION);
+    let mut grants = Vec::new();
+    for i in 0..64 {
+        let t = Duration::from_micros(156 * u64::from(i));
+        c.on_packet(t, &syn(i));
+        grants.push(c.rate_for(t, &syn(i)));
+    }
+    assert!((grants[0] - C).abs() < 1e-6, "the first is alone");
+    let rest: f64 = grants[1..].iter().sum();
+    // floors: b/(4(1 + k)) with b = C · 8 ms / 100 ms, k = 1..63, but
+    // at least R_min
+    let b = C * 0.08;
+    let lo = RcpConfig::default().min_rate;
+    let bound: f64 = (2..=64).map(|k| (b / 4.0 / k as f64).max(lo)).sum();
+    assert!(rest <= bound * 1.0001, "{rest} > {bound}");
+    assert!(rest < 0.3 * b * 4.0);
+    assert_eq!(c.stats().floor_grants, 63);
+    // Every one of them counts now: R for active flows is C/64.
+    assert!((c.rate() - C / 64.0).abs() / (C / 64.0) < 0.01);
+}
+
+#[test]
+fn long_flows_share_the_link_and_r_follows_departures() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    // Ten connections already running (adopted: no SYN seen).
+    let mut t = MS;
+    for i in 0..10 {
+        c.on_packet(t, &data(i));
+    }
+    for _ in 0..30 {
+        t += 10 * MS;
+        for i in 0..10 {
+            c.on_packet(t, &data(i));
+        }
+        c.on_interval(&interval(C));
+    }
+    assert_eq!(c.stats().adopted, 10);
+    assert!(
+        (c.rate() - C / 10.0).abs() / (C / 10.0) < 0.02,
+        "{}",
+        c.rate()
+    );
+    // Two leave: the others get their share at once.
+    c.on_packet(t, &fin(0));
+    c.on_packet(t, &fin(1));
+    assert!(
+        (c.rate() - C / 8.0).abs() / (C / 8.0) < 0.02,
+        "{}",
+        c.rate()
+    );
+    assert_eq!(c.followed(), 8);
+}
+
+#[test]
+fn short_newcomers_lower_the_weight_and_a_crowd_restores_it() {
+    let mut c = crowd(1.0);
+    assert_eq!(c.weight(), 1.0, "a fresh port trusts nobody");
+    let mut t = MS;
+    for i in 0..200u16 {
+        // SYN, first segment, ten more after the RTT, FIN: 17 KB,
+        // 0.8 % of C·d.
+        c.on_packet(t, &syn(i));
+        c.on_packet(t + 100 * MS, &data(i));
+        c.rate_for(t + 100 * MS, &data(i));
+        for k in 0..10 {
+            c.on_packet(t + 200 * MS + k * MS, &data(i));
+        }
+        c.on_packet(t + 211 * MS, &fin(i));
+        t += 250 * MS;
+        c.on_interval(&interval(0.0));
+    }
+    assert!(c.occupancy() < 0.05, "{}", c.occupancy());
+    assert!(c.weight() < 0.05);
+    // Thirty SYNs at once are far more than usual: a crowd.
+    for i in 1000..1030 {
+        c.on_packet(t, &syn(i));
+    }
+    assert_eq!(c.weight(), 1.0);
+}
+
+#[test]
+fn the_table_is_capped_and_unused_syns_expire() {
+    let cfg = CrowdConfig {
+        max_flows: 4,
+        ..CrowdConfig::default()
+    };
+    let mut c = Crowd::new(cfg, RcpConfig::default(), C);
+    for i in 0..10 {
+        c.on_packet(MS, &syn(i));
+    }
+    assert_eq!(c.followed(), 4);
+    assert_eq!(c.stats().overflow, 6);
+    // No data for three RTTs: gone.
+    for _ in 0..31 {
+        c.on_interval(&interval(0.0));
+    }
+    assert_eq!(c.followed(), 0);
+}
+
+#[test]
+fn pure_acks_and_non_tcp_are_not_followed() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    c.on_packet(MS, &pkt(1, false, false, 0));
+    c.on_packet(
+        MS,
+        &PacketInfo {
+            len: 1500,
+            tcp: None,
+        },
+    );
+    assert_eq!(c.followed(), 0);
+    assert_eq!(
+        c.rate_for(
+            MS,
+            &PacketInfo {
+                len: 1500,
+                tcp: None
+            }
+        ),
+        c.rate()
+    );
+}
+
+#[test]
+fn restore_sets_r_and_idle_batches_match_steps() {
+    let mut a = crowd(DEFAULT_CAUTION);
+    a.restore(C / 3.0);
+    assert!((a.rate() - C / 3.0).abs() < 1e-6);
+    let mut b = a.clone();
+    for _ in 0..50 {
+        a.on_interval(&interval(0.0));
+    }
+    b.on_intervals(&interval(0.0), 50);
+    assert!((a.rate() - b.rate()).abs() / a.rate() < 1e-9);
+    // Idle: κ climbs at RCP's pace, e^0.01 per interval here (the
+    // default update is RCP's exponential one).
+    let want = C / 3.0 * (0.01f64 * 50.0).exp();
+    assert!((a.rate() - want).abs() / want < 1e-6, "{}", a.rate());
+}
