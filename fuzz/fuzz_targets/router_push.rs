@@ -2,16 +2,21 @@
 //! Arbitrary bytes into `ka_router::Port::push`, then a full drain through
 //! `poll_timeout` / `poll_transmit`: never panics, everything queued comes
 //! out or is counted as dropped by the queue discipline, counters add up.
+//! Every packet first goes through a receive-window modulator
+//! (`ka_router::rwm::Rwm`, a tiny flow table so eviction runs), as in the
+//! binary with `--rwm`: it never panics and never changes a length.
 //!
 //! Input layout: byte 0 picks the signalling kind (KA, native RCP, none,
 //! XCP), `ipv6_signal`, the delay and the queue limit; byte 1 picks the queue discipline (drop-tail, RED,
 //! FQ-CoDel; the high bits scale their knobs down so a small queue reaches
 //! their early drops, marks and overflow paths) and the seed; then records
-//! of `[gap: u8][len: u16 BE][len bytes]` (gap in units of 50 µs), the
-//! last record taking whatever is left.
+//! of `[gap: u8][len: u16 BE][len bytes]` (gap in units of 50 µs; an odd
+//! gap sends the packet the reverse way through RWM), the last record
+//! taking whatever is left.
 use std::time::{Duration, Instant};
 
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
+use ka_router::rwm::{Rwm, RwmConfig, Side};
 use ka_router::{
     ControllerKind, CrowdConfig, DropReason, Port, PortConfig, PushOutcome, QdiscConfig,
     Signalling,
@@ -66,6 +71,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let t0 = Instant::now();
     let mut port = Port::new(cfg, t0);
+    let mut rwm_cfg = RwmConfig::new(10_000_000);
+    rwm_cfg.max_flows = 4;
+    rwm_cfg.max_half_open = 4;
+    let Ok(mut rwm) = Rwm::new(rwm_cfg, t0) else {
+        return;
+    };
     let mut t = t0;
     let (mut queued, mut refused, mut out) = (0u64, 0u64, 0u64);
     while let Some((&gap, r)) = rest.split_first() {
@@ -76,7 +87,12 @@ fuzz_target!(|data: &[u8]| {
         let (pkt, r) = r.split_at(len.min(r.len()));
         rest = r;
         t += Duration::from_micros(u64::from(gap) * 50);
-        match port.push(t, pkt.to_vec()) {
+        let mut pkt = pkt.to_vec();
+        let side = if gap % 2 == 1 { Side::Reverse } else { Side::Forward };
+        let len = pkt.len();
+        rwm.process(t, side, &mut pkt);
+        assert_eq!(pkt.len(), len);
+        match port.push(t, pkt) {
             PushOutcome::Queued | PushOutcome::Marked => queued += 1,
             PushOutcome::Dropped(DropReason::QueueFull | DropReason::Aqm) => refused += 1,
             PushOutcome::Dropped(_) => {}
@@ -92,6 +108,9 @@ fuzz_target!(|data: &[u8]| {
             out += 1;
         }
     }
+    let r = rwm.stats();
+    assert!(r.flows <= 4 && r.half_open <= 4);
+    assert!(rwm.allocated_entries() <= 8);
     let s = port.snapshot();
     let c = s.counters;
     assert_eq!(s.queue_packets, 0);

@@ -161,6 +161,41 @@ proptest! {
         prop_assert!(repr.header_len() <= 60 && repr.header_len().is_multiple_of(4));
     }
 
+    /// `set_window_incremental` (RFC 1624) leaves a checksum that
+    /// verifies, equal to a full recomputation, and changes nothing but
+    /// the window and checksum fields.
+    #[test]
+    fn window_edit_keeps_the_checksum_valid(
+        seq in any::<u32>(), flags in any::<u8>(), window in any::<u16>(), new_window in any::<u16>(),
+        options in arb_options(),
+        payload in proptest::collection::vec(any::<u8>(), 0..64),
+        v6 in any::<bool>(),
+    ) {
+        let repr = TcpRepr { src_port: 80, dst_port: 40_000, seq, ack: 1, flags, window, urgent: 0, options };
+        let len = repr.header_len() + payload.len();
+        let pseudo = if v6 {
+            pseudo_v6([1; 16], [2; 16], 6, len as u32)
+        } else {
+            pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
+        };
+        let mut buf = vec![0u8; len];
+        repr.emit(&mut buf, &payload, pseudo).unwrap();
+        let before = buf.clone();
+        let mut p = TcpPacket::new_checked(&mut buf[..]).unwrap();
+        prop_assert_eq!(p.set_window_incremental(new_window), window);
+        prop_assert_eq!(p.window(), new_window);
+        prop_assert!(p.verify_checksum(pseudo));
+        let incremental = p.checksum();
+        p.fill_checksum(pseudo);
+        // 0x0000 and 0xffff are the same one's-complement number.
+        prop_assert!(incremental == p.checksum() || incremental ^ p.checksum() == 0xffff);
+        for (i, (a, b)) in before.iter().zip(&buf).enumerate() {
+            if !(14..18).contains(&i) {
+                prop_assert_eq!(a, b, "byte {} changed", i);
+            }
+        }
+    }
+
     #[test]
     fn ipv4_repr_round_trips(
         src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), protocol in any::<u8>(),

@@ -102,6 +102,11 @@
 //! in bytes/s and never fragments; `Signalling::None` only queues, shapes and
 //! delays. The TCP-mode detector only runs with `Signalling::Ka`.
 //!
+//! **Receive-window modulation** (DESIGN §8.5, [`rwm`]): the flow
+//! middlebox stage needs both directions of a connection, so an [`Rwm`]
+//! sits in front of a router's two ports (`rwm.process(now, side, &mut
+//! pkt)` before `port.push`), owned by whatever owns both ports.
+//!
 //! ## Control loop (DESIGN §4.3, §4.4)
 //!
 //! Every T = min(d, 10 ms) the controller gets a [`Measurement`]: y = bytes
@@ -244,6 +249,7 @@ mod native;
 pub mod persist;
 pub mod port;
 pub mod qdisc;
+pub mod rwm;
 mod shaper;
 pub mod signal;
 pub mod stamp;
@@ -263,6 +269,7 @@ pub use mode::Mode;
 pub use native::lower_rcp_option;
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};
 pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
+pub use rwm::{Rwm, RwmClass, RwmConfig, RwmOutcome, RwmStats, Side};
 pub use signal::rate::IPV6_IDENT_START;
 pub use signal::{RateSignal, Signaller, XcpInterval, XcpSignal};
 pub use stamp::{

@@ -341,6 +341,7 @@ impl DccTopology {
                 reverse_port: PortKind::Droptail,
                 queue: QueueSpec::Droptail,
                 reverse_queue: QueueSpec::Droptail,
+                rwm: None,
             },
             Hop {
                 name: "middle".into(),
@@ -352,6 +353,7 @@ impl DccTopology {
                 reverse_port: PortKind::Droptail,
                 queue: self.middle_queue,
                 reverse_queue: self.middle_queue,
+                rwm: None,
             },
             Hop {
                 name: "mb".into(),
@@ -363,6 +365,7 @@ impl DccTopology {
                 reverse_port: kind(rev),
                 queue: QueueSpec::Droptail,
                 reverse_queue: QueueSpec::Droptail,
+                rwm: None,
             },
         ]
     }

@@ -43,6 +43,7 @@ pub mod qspec;
 pub mod report;
 pub mod rng;
 pub mod router;
+pub mod rwmspec;
 pub mod scenario;
 pub mod segment;
 pub mod sim;

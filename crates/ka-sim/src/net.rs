@@ -322,6 +322,13 @@ where
         let (a, z) = (routers[i], routers[i + 1]);
         let f = b.port_link(a, z, &h.name, fwd_cfg);
         let r = b.port_link(z, a, &format!("{}-rev", h.name), rev_cfg);
+        if let Some(spec) = &h.rwm {
+            let rwm = ka_router::rwm::Rwm::new(spec.config(fwd_bps, rev_bps), clock.instant(0))
+                .map_err(|e| ScenarioError::Invalid(format!("hop {}: {e}", h.name)))?;
+            if let Some(router) = b.router(z) {
+                router.set_rwm(rwm, r);
+            }
+        }
         hop_infos.push(HopInfo {
             name: h.name.clone(),
             capacity_bps: fwd_bps,

@@ -6,6 +6,7 @@
 //! plain engine links ("direct": rate and delay of the access link, no
 //! router logic), which is where the paper's fast access links live.
 
+use ka_router::rwm::{Rwm, RwmStats, Side};
 use ka_router::{Mode, Port, PortConfig, PortSnapshot, PushOutcome};
 
 use crate::addr;
@@ -72,6 +73,10 @@ pub struct RouterNode {
     pub unroutable: u64,
     /// Packets the ports dropped (queue, TTL, malformed).
     pub port_drops: u64,
+    /// Receive-window modulation in front of every egress, and the
+    /// interface whose packets travel [`Side::Reverse`] (the hop's
+    /// reverse port; everything else is `Forward`).
+    rwm: Option<(Box<Rwm>, usize)>,
 }
 
 /// Marker for "no route" in the table.
@@ -87,7 +92,20 @@ impl RouterNode {
             routes: Vec::new(),
             unroutable: 0,
             port_drops: 0,
+            rwm: None,
         }
+    }
+
+    /// Runs every packet this router forwards through `rwm` before its
+    /// egress (DESIGN §8.5); packets leaving through `reverse_iface` travel
+    /// [`Side::Reverse`], all others [`Side::Forward`].
+    pub fn set_rwm(&mut self, rwm: Rwm, reverse_iface: usize) {
+        self.rwm = Some((Box::new(rwm), reverse_iface));
+    }
+
+    /// RWM's counters, if this router runs it.
+    pub fn rwm_stats(&self) -> Option<RwmStats> {
+        self.rwm.as_ref().map(|(r, _)| r.stats())
     }
 
     /// Declares the next egress interface (must be called in the order the
@@ -152,13 +170,21 @@ impl RouterNode {
     }
 
     /// A packet arrived.
-    pub fn handle_packet<S>(&mut self, ctx: &mut Ctx<'_, S>, packet: Vec<u8>) {
+    pub fn handle_packet<S>(&mut self, ctx: &mut Ctx<'_, S>, mut packet: Vec<u8>) {
         let Some(iface) = self.route(&packet) else {
             self.unroutable += 1;
             ctx.recycle(packet);
             return;
         };
         let now = ctx.instant();
+        if let Some((rwm, rev)) = &mut self.rwm {
+            let side = if iface == *rev {
+                Side::Reverse
+            } else {
+                Side::Forward
+            };
+            rwm.process(now, side, &mut packet);
+        }
         match self.egress.get_mut(iface) {
             Some(Egress::Port(slot)) => {
                 let tapped = slot.tap.as_ref().and_then(|t| t.classify(&packet));

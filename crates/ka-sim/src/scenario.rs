@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::qspec::QueueSpec;
 use crate::rng::Sizes;
+use crate::rwmspec::RwmSpec;
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,6 +160,10 @@ pub struct Dumbbell {
     /// Signalling of the reverse (ACK) port. Default `droptail`.
     #[serde(default = "droptail")]
     pub reverse_port: PortKind,
+    /// Receive-window modulation at the receivers' router
+    /// ([`RwmSpec`]). Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwm: Option<RwmSpec>,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -260,6 +265,10 @@ pub struct Hop {
     /// Reverse port queue discipline. Default drop-tail.
     #[serde(default)]
     pub reverse_queue: QueueSpec,
+    /// Receive-window modulation on the router at the hop's far end
+    /// ([`RwmSpec`]). Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwm: Option<RwmSpec>,
 }
 
 fn droptail() -> PortKind {
@@ -396,6 +405,10 @@ pub struct TcpKnobs {
     /// Acknowledge the first data segment after the handshake at once
     /// (ns-3's `TcpSocketBase`; see `ka_endpoint::TcpConfig`).
     pub quick_ack_first_data: Option<bool>,
+    /// Send and receive buffer of every endpoint, bytes (the seed of RWM
+    /// sets 60 MB so the endpoints' own windows never limit). Default
+    /// 4 MiB; 64 KiB … 1 GiB.
+    pub buffer_bytes: Option<usize>,
 }
 
 impl TcpKnobs {
@@ -435,6 +448,10 @@ impl TcpKnobs {
         }
         if let Some(v) = self.quick_ack_first_data {
             t.quick_ack_first_data = v;
+        }
+        if let Some(v) = self.buffer_bytes {
+            t.send_buffer = v;
+            t.recv_buffer = v;
         }
     }
 }
@@ -593,8 +610,9 @@ pub enum Workload {
         /// Number of flows per host. Default 1.
         #[serde(default = "one_u32")]
         repeat: u32,
-        /// Size of each flow, packets (then `on_s` must be unset). Default:
-        /// unbounded.
+        /// Each flow is this many full packets of data and ends when they
+        /// are delivered (bulk transfers, e.g. the RWM seed's 1 GB
+        /// downloads). Default: unbounded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         size_pkts: Option<u64>,
     },
@@ -696,6 +714,11 @@ impl Scenario {
         if !(nonneg(t.delayed_ack_ms) && nonneg(t.min_rto_ms)) {
             return bad("tcp: delayed_ack_ms and min_rto_ms must be >= 0".into());
         }
+        if t.buffer_bytes
+            .is_some_and(|b| !(65_536..=1 << 30).contains(&b))
+        {
+            return bad("tcp.buffer_bytes must be in 64 KiB ..= 1 GiB".into());
+        }
         if !nonneg(self.router.crowd_caution) {
             return bad("router.crowd_caution must be >= 0".into());
         }
@@ -720,6 +743,10 @@ impl Scenario {
             }
             for q in [&h.queue, &h.reverse_queue] {
                 q.validate(&format!("hop {}", h.name))
+                    .map_err(ScenarioError::Invalid)?;
+            }
+            if let Some(r) = &h.rwm {
+                r.validate(&format!("hop {}", h.name))
                     .map_err(ScenarioError::Invalid)?;
             }
         }
@@ -821,6 +848,7 @@ impl Topology {
                 reverse_port: d.reverse_port,
                 queue: d.queue,
                 reverse_queue: QueueSpec::Droptail,
+                rwm: d.rwm.clone(),
             }],
             Topology::KaLegacy(k) => {
                 let one_way = (k.rtt_ms / 2.0 - 2.0 * k.access.delay_ms).max(0.0);
@@ -836,6 +864,7 @@ impl Topology {
                         reverse_port: PortKind::Droptail,
                         queue: QueueSpec::Droptail,
                         reverse_queue: QueueSpec::Droptail,
+                        rwm: None,
                     },
                     Hop {
                         name: "legacy".into(),
@@ -847,6 +876,7 @@ impl Topology {
                         reverse_port: PortKind::Droptail,
                         queue: k.queue,
                         reverse_queue: QueueSpec::Droptail,
+                        rwm: None,
                     },
                 ]
             }
@@ -864,6 +894,7 @@ impl Topology {
                         reverse_port: PortKind::Droptail,
                         queue: p.queue,
                         reverse_queue: QueueSpec::Droptail,
+                        rwm: None,
                     })
                     .collect()
             }

@@ -64,6 +64,8 @@ pub struct HopResult {
     pub reverse: Counters,
     /// Fraction of bins that ended with the forward port in KA mode.
     pub ka_mode_frac: f64,
+    /// Counters of the receive-window modulation on the hop's far router.
+    pub rwm: Option<ka_router::rwm::RwmStats>,
 }
 
 /// A progress line on stderr for runs longer than a couple of seconds.
@@ -290,6 +292,7 @@ where
                 port: h.port,
                 forward: counters(h.fwd),
                 reverse: counters(h.rev),
+                rwm: net.router(h.rev.0).and_then(|r| r.rwm_stats()),
                 ka_mode_frac: if bins == 0 {
                     0.0
                 } else {

@@ -21,7 +21,8 @@ use crate::scenario::{FlowKind, Group, Workload};
 use crate::world::{FlowId, FlowKey, NewFlow, World};
 
 /// Checks a group's UDP settings: UDP kinds need `cbr_mbps > 0` and a
-/// long-lived workload; other kinds take no `cbr_mbps`.
+/// long-lived workload without `size_pkts` (a CBR source sends until its
+/// `on_s` ends); other kinds take no `cbr_mbps`.
 pub fn check_group(g: &Group) -> Result<(), String> {
     match (g.kind.is_udp(), g.cbr_mbps) {
         (true, Some(r)) if r.is_finite() && r > 0.0 => {}
@@ -32,6 +33,20 @@ pub fn check_group(g: &Group) -> Result<(), String> {
     if g.kind.is_udp() && !matches!(g.workload, Workload::LongLived { .. }) {
         return Err(format!(
             "group {}: UDP kinds need a long-lived workload",
+            g.name
+        ));
+    }
+    if g.kind.is_udp()
+        && matches!(
+            g.workload,
+            Workload::LongLived {
+                size_pkts: Some(_),
+                ..
+            }
+        )
+    {
+        return Err(format!(
+            "group {}: size_pkts is for TCP kinds (a CBR source has no size)",
             g.name
         ));
     }
@@ -95,8 +110,8 @@ impl UdpApp {
                         on_s,
                         period_s,
                         repeat,
-                        // a CBR source runs for its epochs, not a size
-                        size_pkts: _,
+                        // `size_pkts` is refused for UDP by `check_group`.
+                        ..
                     } => {
                         let first = start_s + stagger_s * s.index_in_group as f64;
                         (0..repeat)

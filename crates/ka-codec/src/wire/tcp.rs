@@ -141,6 +141,22 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         let c = checksum::finish(checksum::sum(self.buffer.as_ref(), pseudo));
         put16(self.buffer.as_mut(), 16, c);
     }
+
+    /// Stores `window` in the window field and patches the checksum with
+    /// the incremental update of RFC 1624 (no pass over the segment, and
+    /// works on the leading fragment of a fragmented segment too, whose
+    /// checksum covers bytes this buffer does not hold). Returns the window
+    /// the segment had. A checksum that was wrong stays wrong by the same
+    /// amount. Does nothing on a buffer shorter than the fixed header.
+    pub fn set_window_incremental(&mut self, window: u16) -> u16 {
+        let old = self.window();
+        if old != window && self.buffer.as_ref().len() >= HEADER_LEN {
+            let c = checksum::update(self.checksum(), old, window);
+            put16(self.buffer.as_mut(), 14, window);
+            put16(self.buffer.as_mut(), 16, c);
+        }
+        old
+    }
 }
 
 /// Up to four SACK blocks (RFC 2018), as `(left edge, right edge)`.

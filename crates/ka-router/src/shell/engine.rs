@@ -132,6 +132,8 @@ pub struct RunSummary {
     pub pcap_dropped: u64,
     /// Stamp-log lines dropped because its thread fell behind.
     pub stamp_log_dropped: u64,
+    /// Receive-window modulation's final counters (`None` without it).
+    pub rwm: Option<crate::rwm::RwmStats>,
 }
 
 /// Code the forwarding thread runs first, e.g. to raise its scheduling priority
@@ -228,7 +230,7 @@ where
     };
 
     let fwd = make(Instant::now());
-    stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
+    publish(&fwd, &stats);
     let stop = Arc::new(AtomicBool::new(false));
     let pacing = {
         let stats = Arc::clone(&stats);
@@ -297,6 +299,7 @@ where
         lateness: stats.lateness.load(),
         pcap_dropped,
         stamp_log_dropped,
+        rwm: fwd.rwm_stats(),
     })
 }
 
@@ -356,6 +359,7 @@ fn emit<O: Output>(
 
 fn publish<F: Forwarder>(fwd: &F, stats: &SharedStats) {
     stats.publish(Direction::ALL.map(|d| fwd.stats(d)));
+    stats.publish_rwm(fwd.rwm_stats());
 }
 
 fn forwarding_loop<F: Forwarder, IO: Input + Output>(

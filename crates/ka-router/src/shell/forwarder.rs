@@ -22,6 +22,10 @@ pub trait Forwarder: Send + 'static {
     fn handle_timeout(&mut self, now: Instant);
     /// Current state of one direction, for metrics.
     fn stats(&self, dir: Direction) -> CoreStats;
+    /// Receive-window modulation counters, if the forwarder runs it.
+    fn rwm_stats(&self) -> Option<crate::rwm::RwmStats> {
+        None
+    }
 }
 
 /// Forwards every packet unchanged, immediately, in order — no queue limit

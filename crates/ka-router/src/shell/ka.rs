@@ -4,14 +4,17 @@ use std::time::Instant;
 
 use super::forwarder::Forwarder;
 use super::stats::{CoreStats, Direction};
+use crate::rwm::{Rwm, RwmStats, Side};
 use crate::{Mode, Port, PortConfig};
 
-/// The router proper: one [`Port`] per direction (forward = in → out).
+/// The router proper: one [`Port`] per direction (forward = in → out),
+/// optionally with receive-window modulation in front of both.
 #[derive(Debug)]
 pub struct KaPorts {
     forward: Port,
     reverse: Port,
     capacity_bps: [f64; 2],
+    rwm: Option<Rwm>,
 }
 
 impl KaPorts {
@@ -21,7 +24,15 @@ impl KaPorts {
             capacity_bps: [forward.capacity_bps as f64, reverse.capacity_bps as f64],
             forward: Port::new(forward, now),
             reverse: Port::new(reverse, now),
+            rwm: None,
         }
+    }
+
+    /// Puts `rwm` in front of both ports: every packet goes through
+    /// [`Rwm::process`] before its port's `push` (DESIGN §8.5).
+    pub fn with_rwm(mut self, rwm: Rwm) -> Self {
+        self.rwm = Some(rwm);
+        self
     }
 
     /// The port of one direction.
@@ -41,7 +52,14 @@ impl KaPorts {
 }
 
 impl Forwarder for KaPorts {
-    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+    fn push(&mut self, dir: Direction, now: Instant, mut packet: Vec<u8>) {
+        if let Some(rwm) = &mut self.rwm {
+            let side = match dir {
+                Direction::Forward => Side::Forward,
+                Direction::Reverse => Side::Reverse,
+            };
+            rwm.process(now, side, &mut packet);
+        }
         // Drops are counted by the port; nothing else to do with the outcome.
         let _ = self.port_mut(dir).push(now, packet);
     }
@@ -60,6 +78,13 @@ impl Forwarder for KaPorts {
     fn handle_timeout(&mut self, now: Instant) {
         self.forward.handle_timeout(now);
         self.reverse.handle_timeout(now);
+        if let Some(rwm) = &mut self.rwm {
+            rwm.handle_timeout(now);
+        }
+    }
+
+    fn rwm_stats(&self) -> Option<RwmStats> {
+        self.rwm.as_ref().map(Rwm::stats)
     }
 
     fn stats(&self, dir: Direction) -> CoreStats {

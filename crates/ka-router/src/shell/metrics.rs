@@ -35,9 +35,9 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 #[derive(Debug)]
 struct RouterCollector(Arc<SharedStats>);
 
-type Row = ([(&'static str, &'static str); 1], f64);
+pub(super) type Row = ([(&'static str, &'static str); 1], f64);
 
-fn gauge(
+pub(super) fn gauge(
     enc: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -51,7 +51,7 @@ fn gauge(
     Ok(())
 }
 
-fn counter(
+pub(super) fn counter(
     enc: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -295,6 +295,7 @@ impl Collector for RouterCollector {
                     )?;
             }
         }
+        super::rwm_metrics::encode(&mut enc, self.0.rwm().as_ref())?;
         let l = self.0.lateness.load();
         // Per-bucket counts: the encoder makes them cumulative.
         let buckets: Vec<(f64, u64)> = l

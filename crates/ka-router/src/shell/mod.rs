@@ -9,7 +9,8 @@
 //! * [`pacing`] — sleep-then-spin waits that meet µs departure times;
 //! * [`forwarder`] — the [`Forwarder`] trait the pacing thread drives, with
 //!   the KA core ([`KaPorts`]) and a pass-through baseline;
-//! * [`metrics`] — Prometheus `GET /metrics`;
+//! * [`metrics`] — Prometheus `GET /metrics` (RWM's series in
+//!   `rwm_metrics`);
 //! * [`pcap`] — capture of every written packet (`LINKTYPE_RAW`);
 //! * [`stamplog`] — the CSV record of every leading fragment written
 //!   (`--stamp-log`);
@@ -28,6 +29,7 @@ mod ka;
 pub mod metrics;
 pub mod pacing;
 pub mod pcap;
+mod rwm_metrics;
 pub mod stamplog;
 pub mod stats;
 pub mod testbed;

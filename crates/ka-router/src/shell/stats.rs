@@ -284,6 +284,7 @@ pub struct SharedStats {
     /// Wake-up lateness of the pacing thread (both directions).
     pub lateness: Lateness,
     core: Mutex<[CoreStats; 2]>,
+    rwm: Mutex<Option<crate::rwm::RwmStats>>,
 }
 
 impl SharedStats {
@@ -298,6 +299,17 @@ impl SharedStats {
     /// Replace the published core state (called by the pacing thread).
     pub fn publish(&self, stats: [CoreStats; 2]) {
         *self.core.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    /// Latest published receive-window modulation counters (`None`
+    /// without `--rwm`).
+    pub fn rwm(&self) -> Option<crate::rwm::RwmStats> {
+        *self.rwm.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Replace the published RWM counters (called by the pacing thread).
+    pub fn publish_rwm(&self, stats: Option<crate::rwm::RwmStats>) {
+        *self.rwm.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
 
     /// Shell counters of one direction.
@@ -354,6 +366,42 @@ impl std::fmt::Display for DirectionSummary {
             c.capacity_bps / 1e6,
             c.rtt.as_secs_f64() * 1e3,
             c.queue_packets,
+        )
+    }
+}
+
+/// Prints RWM's final counters on one line.
+#[derive(Debug, Clone, Copy)]
+pub struct RwmSummary(pub crate::rwm::RwmStats);
+
+impl std::fmt::Display for RwmSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.0;
+        write!(
+            f,
+            "windows rewritten {} forward / {} reverse, handshakes {} (RTT min {:.2} / mean {:.2} / max {:.2} ms), \
+             flows {} ({} active, {} half-open), \
+             closed {}, evicted {} (+{} half-open), refused {}, expired {} (+{} half-open), \
+             TCP segments {}, untracked {}, not TCP {}, malformed {}",
+            s.windows_rewritten[0],
+            s.windows_rewritten[1],
+            s.handshakes,
+            s.handshake_rtt_min_ns as f64 / 1e6,
+            s.handshake_rtt_sum_ns as f64 / 1e6 / s.handshakes.max(1) as f64,
+            s.handshake_rtt_max_ns as f64 / 1e6,
+            s.flows,
+            s.active_flows,
+            s.half_open,
+            s.closed,
+            s.evicted,
+            s.evicted_half_open,
+            s.refused,
+            s.expired,
+            s.expired_half_open,
+            s.segments,
+            s.untracked,
+            s.not_tcp,
+            s.malformed,
         )
     }
 }

@@ -355,6 +355,15 @@ impl Proc {
         self.wait_exit(Duration::from_secs(10))
     }
 
+    /// Every stdout line received so far (those [`Proc::stdout_line`]
+    /// and [`Proc::said`] already looked at included), without waiting.
+    pub fn stdout_so_far(&mut self) -> Vec<String> {
+        while let Ok(l) = self.out.try_recv() {
+            self.seen_out.push(l);
+        }
+        self.seen_out.clone()
+    }
+
     /// Everything seen on stderr so far (for assertions and messages).
     pub fn stderr_so_far(&mut self) -> String {
         if let Some(err) = &self.err {

@@ -10,6 +10,7 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
+use crate::rwm_args::RwmArgs;
 use ka_router::{
     ControllerKind, CrowdConfig, PortConfig, QueueMeasure, RcpUpdate, Signalling, XcpConfig,
 };
@@ -23,6 +24,7 @@ UNITS:
 EXAMPLES:
   ka-router --in kt0 --out kt1 --rate 20mbit --delay 20ms --pcap ka.pcap --metrics 127.0.0.1:9100
   ka-router --bridge eth1 eth2 --rate 20mbit --stamp-log stamps.csv
+  ka-router --in kt0 --out kt1 --rate 50mbit --rwm --rwm-class web=80,443:60%   (KA + RWM gateway)
 
 The router attaches to the two TUN devices (creating them if absent), so it is the only wire
 between whatever sits behind them. With --bridge it attaches instead to two existing Ethernet
@@ -179,6 +181,9 @@ pub struct Args {
     #[command(flatten)]
     pub qdisc: QdiscArgs,
 
+    #[command(flatten)]
+    pub rwm: RwmArgs,
+
     /// MTU set on both TUN devices (bridge mode leaves the interfaces' MTU alone).
     #[arg(long, value_name = "BYTES", default_value_t = 1500)]
     pub mtu: u16,
@@ -257,7 +262,7 @@ pub enum SignallingArg {
     None,
 }
 
-fn rate(s: &str) -> Result<u64, String> {
+pub(crate) fn rate(s: &str) -> Result<u64, String> {
     match parse_rate(s) {
         Ok(0) => Err("the rate must be above 0".into()),
         Ok(r) => Ok(r),

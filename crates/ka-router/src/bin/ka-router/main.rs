@@ -8,11 +8,13 @@
 mod args;
 mod qdisc_args;
 mod realtime;
+mod rwm_args;
 
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use ka_router::rwm::Rwm;
 use ka_router::shell::cli::{self, init_tracing};
 use ka_router::shell::{self, KaPorts, PassThrough};
 
@@ -22,6 +24,9 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing();
     let (forward, reverse) = args.port_configs()?;
+    let rwm = args
+        .rwm
+        .config(forward.capacity_bps, reverse.capacity_bps)?;
     let shell_cfg = args.shell_config();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -40,18 +45,42 @@ fn main() -> anyhow::Result<()> {
             reverse_qdisc = reverse.qdisc.name(),
             "starting"
         );
+        if let Some(r) = &rwm {
+            tracing::info!(
+                capacity_bps = ?r.capacity_bps,
+                classes = r.classes.len(),
+                default_share = r.default_class_share(),
+                delta = r.delta,
+                max_flows = r.max_flows,
+                "receive-window modulation on"
+            );
+        }
     }
     let summary = rt.block_on(async {
         if args.passthrough {
             shell::run(shell_cfg, |_| PassThrough::new(), shutdown_signal()).await
         } else {
-            let make = |now: Instant| KaPorts::new(forward, reverse, now);
+            let make = |now: Instant| {
+                let ports = KaPorts::new(forward, reverse, now);
+                match rwm.map(|c| Rwm::new(c, now)) {
+                    Some(Ok(r)) => ports.with_rwm(r),
+                    // Validated above; an error here cannot happen.
+                    Some(Err(e)) => {
+                        tracing::error!("RWM off: {e}");
+                        ports
+                    }
+                    None => ports,
+                }
+            };
             shell::run(shell_cfg, make, shutdown_signal()).await
         }
     })?;
     let (a, b) = args.devices();
     println!("forward ({a} -> {b}): {}", summary.forward);
     println!("reverse ({b} -> {a}): {}", summary.reverse);
+    if let Some(r) = &summary.rwm {
+        println!("rwm: {}", shell::stats::RwmSummary(*r));
+    }
     println!("pacing: {}", summary.lateness);
     if summary.stamp_log_dropped > 0 {
         println!(

@@ -1,0 +1,512 @@
+//! RWM — receive-window modulation (DESIGN §8.5; seed
+//! `rwm-receive-window-modulation.txt`, Ciaccia et al.).
+//!
+//! An edge router caps the receive window every TCP receiver advertises at
+//! its flow's share of the access link's bandwidth-delay product, so a
+//! loss-based sender (CUBIC) never has more in flight than the link holds
+//! and stops filling buffers — with no change at either endpoint.
+//!
+//! ## Where it sits
+//!
+//! RWM is the *flow middlebox* stage of the port pipeline (DESIGN §8.1),
+//! but it needs **both directions** of every connection (the SYN one way,
+//! the SYN-ACK the other; data one way, ACKs the other), so it is not a
+//! stage inside one [`Port`](crate::Port): an [`Rwm`] belongs to whoever
+//! owns a router's two ports and is called as
+//!
+//! ```text
+//! rwm.process(now, side, &mut packet);   // then
+//! port[side].push(now, packet);
+//! ```
+//!
+//! for every packet, in both directions — in the `ka-router` binary the
+//! shell's two-port forwarder (`--rwm`), in the simulator the router node
+//! of a hop with an `rwm` table. It is sans-IO like the ports: time is the
+//! `Instant` passed in, nothing is read from a clock. Deploy it on the edge
+//! router of the receivers' site (the seed's Fig. 2), where the access
+//! link is the bottleneck and every packet of a connection crosses the box.
+//!
+//! ## What it does (seed Eq. 1, Alg. 1)
+//!
+//! * **Handshake.** A SYN (without ACK) of an unknown connection opens a
+//!   half-open entry: the initiator's ISN, window-scale and MSS options,
+//!   and the time. The SYN-ACK that acknowledges it adds the responder's;
+//!   the initiator's first segment acknowledging the SYN-ACK completes it.
+//!   The **RTT** is the time from the SYN to that ACK, as the router sees
+//!   them: SYN → SYN-ACK is the responder's side of the router, SYN-ACK →
+//!   ACK the initiator's, and their sum is the connection's RTT. A
+//!   retransmitted SYN (same ISN) restarts the clock — the SYN-ACK most
+//!   likely answers the copy that got through (the first was lost) — and
+//!   a SYN with a new ISN restarts the handshake. Window scaling follows
+//!   RFC 7323: each side's shift if *both* sent the option (shifts above
+//!   14 count as 14), else none. Simultaneous opens are not tracked.
+//!   The RTT is never refreshed afterwards (TCP timestamps would give
+//!   samples, but they include the receiver's delayed-ACK wait and any
+//!   queue at the time; the seed, too, uses the handshake only). A flow
+//!   whose handshake met a long queue therefore keeps a larger cap, which
+//!   errs towards throughput, not towards starving it.
+//! * **Classes.** A connection's class is the first [`RwmClass`] whose
+//!   ports contain the responder's port (the SYN's destination port), or
+//!   the default class. Class j gets `C_j = P_j · C`; the default class
+//!   gets [`RwmConfig::default_share`] (default: what the classes leave).
+//! * **Cap.** For a segment of an established connection travelling on
+//!   `side`, sent by endpoint e (it advertises how much e will receive):
+//!
+//!   ```text
+//!   BDP_f  = C_j[side.other()] · RTT_f / n_j · (1 + δ)        bytes
+//!   cap    = max(BDP_f, min_window_segments · MSS_e)
+//!   window ← min(advertised, max(cap >> wscale_e, 1))
+//!   ```
+//!
+//!   `C_j[side.other()]` because the window limits the data travelling the
+//!   other way. n_j is the number of *active* established flows of the
+//!   class: those that sent a segment (either way) within
+//!   [`RwmConfig::active_window`] (1 s) — the seed divides by the whole
+//!   class table, which would let idle keep-alive connections dilute
+//!   everyone's share. The window is rewritten in place and the TCP
+//!   checksum patched with RFC 1624's incremental update
+//!   ([`TcpPacket::set_window_incremental`](ka_codec::wire::tcp::TcpPacket::set_window_incremental)).
+//!   Windows in both directions are capped, each with its own direction's
+//!   capacity; the class count is shared, so a class never gets more than
+//!   its share either way (a flow that only downloads just counts once).
+//!   SYN and SYN-ACK windows (never scaled) are left alone.
+//! * **Never** raises a window (the receiver's own flow control wins, seed
+//!   §V-A), never writes a zero window, never touches a connection whose
+//!   handshake it did not see, non-TCP packets, non-first fragments, or
+//!   anything that does not parse (IPv4 and IPv6, with IPv6 extension
+//!   headers walked by [`ka_codec::wire::ipv6::layout`]; a leading
+//!   fragment is handled if the whole TCP header is in it).
+//!
+//! ## Where this differs from DESIGN §8.5 and the seed, and why
+//!
+//! * n_j counts the class's *active* flows, not every flow in the table
+//!   (idle keep-alive connections would otherwise shrink everyone's
+//!   window for as long as they are remembered).
+//! * The cap has a floor of `min_window_segments` (2) MSS and the field at
+//!   least one scaled unit: `BDP_f >> wscale` can be 0 (small BDP, many
+//!   flows, scale 14), and a zero window would stall a flow instead of
+//!   slowing it.
+//! * Windows of both directions are capped (each with the capacity of the
+//!   direction its data takes), so RWM needs no configuration of which
+//!   side is the receiver; for a one-way download the sender's own window
+//!   is irrelevant anyway.
+//! * The class of a flow is chosen by the responder's port only.
+//!
+//! ## Memory (bounded)
+//!
+//! At most [`RwmConfig::max_flows`] established connections (default
+//! 65 536) plus [`RwmConfig::max_half_open`] handshakes (default 4 096),
+//! about 150 bytes each with the hash map's share (≈ 10 MiB at the
+//! defaults), allocated as they come. Handshakes live in their own table
+//! with their own LRU, so a SYN flood only ever evicts other half-open
+//! entries. A new established flow that finds the table full evicts the
+//! least recently seen flow if that one is idle (inactive); if even that
+//! one is active, the new flow is not tracked (left alone). Connections
+//! leave on RST, once both sides have sent a FIN, after
+//! [`RwmConfig::idle_timeout`] without a segment (300 s), and handshakes
+//! after [`RwmConfig::handshake_timeout`] (75 s). Expiry is amortised
+//! O(1) per packet (see the table module).
+
+mod config;
+mod segment;
+mod table;
+pub mod window;
+
+use std::time::Instant;
+
+use ka_codec::wire::tcp::{ACK, FIN, RST, SYN};
+
+pub use config::{
+    DEFAULT_MAX_FLOWS, DEFAULT_MAX_HALF_OPEN, MAX_CLASSES, RwmClass, RwmConfig, RwmConfigError,
+    Side,
+};
+use ka_codec::wire::tcp::TcpOptions;
+use segment::Skip;
+use table::{Cold, Hot, Stage, Table, Timers};
+
+use crate::time::{Clock, duration_ns};
+
+/// MSS assumed for an IPv4 endpoint whose SYN carried none (RFC 9293
+/// §3.7.1).
+const DEFAULT_MSS_V4: u16 = 536;
+/// The same for IPv6 (RFC 8200 §5: 1280-byte minimum MTU − 60).
+const DEFAULT_MSS_V6: u16 = 1220;
+
+/// What [`Rwm::process`] did with a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwmOutcome {
+    /// The window was lowered from `advertised` to `written` (unscaled
+    /// field values) and the checksum patched.
+    Rewritten {
+        /// The field as the receiver sent it.
+        advertised: u16,
+        /// The field now.
+        written: u16,
+    },
+    /// A segment of a tracked connection whose window was already at or
+    /// below the cap (or whose class has no share).
+    Unchanged,
+    /// Part of a handshake (SYN, SYN-ACK, the completing ACK is
+    /// [`RwmOutcome::Rewritten`] or `Unchanged`), or a SYN RWM ignored.
+    Handshake,
+    /// TCP, but of a connection whose handshake RWM did not see (or could
+    /// not track): untouched.
+    Untracked,
+    /// Not TCP (or a non-first fragment): untouched.
+    NotTcp,
+    /// An IP or TCP header that does not parse: untouched.
+    Malformed,
+}
+
+/// RWM's counters and gauges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RwmStats {
+    /// Established connections tracked now.
+    pub flows: u64,
+    /// Of those, active (counted in their class's n_j).
+    pub active_flows: u64,
+    /// Handshakes in progress tracked now.
+    pub half_open: u64,
+    /// TCP segments seen.
+    pub segments: u64,
+    /// Windows lowered, by the side the segment travelled
+    /// ([`Side::index`]).
+    pub windows_rewritten: [u64; 2],
+    /// Segments of connections whose handshake was not seen.
+    pub untracked: u64,
+    /// Handshakes completed (RTT measured).
+    pub handshakes: u64,
+    /// Sum of the handshake RTTs measured, ns (mean = this / handshakes).
+    pub handshake_rtt_sum_ns: u64,
+    /// Smallest handshake RTT measured, ns (0 before the first).
+    pub handshake_rtt_min_ns: u64,
+    /// Largest handshake RTT measured, ns.
+    pub handshake_rtt_max_ns: u64,
+    /// Connections removed on RST or after both FINs.
+    pub closed: u64,
+    /// Idle established connections evicted to make room (table full).
+    pub evicted: u64,
+    /// Half-open entries evicted to make room for newer SYNs.
+    pub evicted_half_open: u64,
+    /// Handshakes completed while the table was full of active flows
+    /// (those connections are not tracked).
+    pub refused: u64,
+    /// Established connections forgotten after the idle timeout.
+    pub expired: u64,
+    /// Handshakes forgotten after the handshake timeout.
+    pub expired_half_open: u64,
+    /// Packets that were not TCP (or non-first fragments).
+    pub not_tcp: u64,
+    /// Packets whose IP or TCP header did not parse.
+    pub malformed: u64,
+}
+
+/// The receive-window modulator of one router (see the module docs).
+pub struct Rwm {
+    config: RwmConfig,
+    clock: Clock,
+    now: u64,
+    table: Table,
+    /// Per class (the default class last), per data side: `P_j · C/8 ·
+    /// (1 + δ)` in bytes/s.
+    rate: Vec<[f64; 2]>,
+    stats: RwmStats,
+}
+
+impl std::fmt::Debug for Rwm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the table: it can hold 65 536 entries.
+        f.debug_struct("Rwm")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rwm {
+    /// A modulator starting at `now`. The configuration is validated.
+    pub fn new(config: RwmConfig, now: Instant) -> Result<Self, RwmConfigError> {
+        config.validate()?;
+        let scale = 1.0 + config.delta;
+        let per_side = |share: f64| -> [f64; 2] {
+            Side::ALL.map(|s| {
+                let c = config.capacity_bps.get(s.index()).copied().unwrap_or(0);
+                c as f64 / 8.0 * share * scale
+            })
+        };
+        let mut rate: Vec<[f64; 2]> = config.classes.iter().map(|c| per_side(c.share)).collect();
+        rate.push(per_side(config.default_class_share()));
+        let timers = Timers {
+            active_ns: duration_ns(config.active_window),
+            idle_ns: duration_ns(config.idle_timeout),
+            handshake_ns: duration_ns(config.handshake_timeout),
+        };
+        Ok(Rwm {
+            table: Table::new(config.max_flows, config.max_half_open, rate.len(), timers),
+            clock: Clock::new(now),
+            now: 0,
+            rate,
+            stats: RwmStats::default(),
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RwmConfig {
+        &self.config
+    }
+
+    /// Counters and gauges (gauges as of the last `process`/`handle_timeout`).
+    pub fn stats(&self) -> RwmStats {
+        let c = self.table.counters;
+        RwmStats {
+            flows: self.table.established() as u64,
+            active_flows: self.table.active(),
+            half_open: self.table.half_open() as u64,
+            evicted: c.evicted,
+            evicted_half_open: c.evicted_half_open,
+            refused: c.refused,
+            expired: c.expired,
+            expired_half_open: c.expired_half_open,
+            ..self.stats
+        }
+    }
+
+    /// n_j: the active flows of class `class` (index into
+    /// [`RwmConfig::classes`]; `classes.len()` is the default class).
+    pub fn active_in_class(&self, class: usize) -> u32 {
+        u8::try_from(class).map_or(0, |c| self.table.active_in(c))
+    }
+
+    /// Table entries allocated so far (at most `max_flows +
+    /// max_half_open`): the figure memory grows with.
+    pub fn allocated_entries(&self) -> usize {
+        self.table.slots()
+    }
+
+    /// Applies the passage of time (activity, idle and handshake expiry)
+    /// up to `now`; `process` does this too.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+    }
+
+    fn advance(&mut self, now: Instant) -> u64 {
+        let t = self.clock.ns(now).max(self.now);
+        self.now = t;
+        self.table.expire(t);
+        t
+    }
+
+    fn class_of(&self, responder_port: u16) -> u8 {
+        let i = self
+            .config
+            .classes
+            .iter()
+            .position(|c| c.ports.contains(&responder_port))
+            .unwrap_or(self.config.classes.len());
+        u8::try_from(i).unwrap_or(u8::MAX)
+    }
+
+    /// Looks at one packet travelling through the router on `side` (a
+    /// whole IP packet, before it enters that side's port) and lowers its
+    /// TCP window if it is above the flow's cap. Never panics, never
+    /// changes the packet's length or anything but the TCP window and
+    /// checksum.
+    pub fn process(&mut self, now: Instant, side: Side, packet: &mut [u8]) -> RwmOutcome {
+        let t = self.advance(now);
+        let seg = match segment::parse(packet) {
+            Ok(s) => s,
+            Err(Skip::NotTcp) => {
+                self.stats.not_tcp += 1;
+                return RwmOutcome::NotTcp;
+            }
+            Err(Skip::Malformed) => {
+                self.stats.malformed += 1;
+                return RwmOutcome::Malformed;
+            }
+        };
+        self.stats.segments += 1;
+        let flags = seg.flags;
+        let fp = self.table.fingerprint(&seg.key);
+        // One lookup: an established connection is touched (last segment,
+        // activity) on the way.
+        let Some(hot) = self.table.touch(fp, t) else {
+            if flags & (SYN | ACK | RST) == SYN {
+                self.on_new_syn(packet, &seg, fp, t);
+                return RwmOutcome::Handshake;
+            }
+            self.stats.untracked += 1;
+            return RwmOutcome::Untracked;
+        };
+        if flags & RST != 0 {
+            self.table.remove(fp);
+            if hot.stage == Stage::Established {
+                self.stats.closed += 1;
+            }
+            return RwmOutcome::Unchanged;
+        }
+        let hot = if hot.stage != Stage::Established {
+            if !self.on_handshake(packet, &seg, fp, t) {
+                return RwmOutcome::Handshake;
+            }
+            match self.table.hot(fp) {
+                Some(h) => *h,
+                None => return RwmOutcome::Untracked,
+            }
+        } else if flags & SYN != 0 {
+            // A SYN on an established connection: ignored (RFC 5961 spirit;
+            // if the old connection is really gone, the entry ages out).
+            return RwmOutcome::Handshake;
+        } else {
+            hot
+        };
+        let outcome = self.cap_window(packet, side, &seg, &hot);
+        if flags & FIN != 0 && self.table.fin(fp, seg.from) {
+            self.table.remove(fp);
+            self.stats.closed += 1;
+        }
+        outcome
+    }
+
+    /// A SYN of a connection not in the table: a half-open entry.
+    fn on_new_syn(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) {
+        let (mut hot, mut cold) = table::new_entry(seg.from, t);
+        self.fill_syn(&mut hot, &mut cold, packet, seg, t);
+        hot.class = self.class_of(seg.dst_port);
+        self.table.insert_half_open(fp, hot, cold);
+    }
+
+    fn fill_syn(
+        &self,
+        hot: &mut Hot,
+        cold: &mut Cold,
+        packet: &[u8],
+        seg: &segment::Segment,
+        t: u64,
+    ) {
+        let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
+        hot.stage = Stage::SynSent;
+        hot.mss = [0; 2];
+        cold.init_isn = seg.seq;
+        cold.syn_at = t;
+        cold.wscale_opt = [None; 2];
+        Self::set_options(hot, cold, seg.from, seg.key.v6, opts);
+    }
+
+    fn set_options(hot: &mut Hot, cold: &mut Cold, from: usize, v6: bool, o: TcpOptions) {
+        let default_mss = if v6 { DEFAULT_MSS_V6 } else { DEFAULT_MSS_V4 };
+        if let Some(w) = cold.wscale_opt.get_mut(from) {
+            *w = o.window_scale;
+        }
+        if let Some(m) = hot.mss.get_mut(from) {
+            *m = o.mss.filter(|&m| m > 0).unwrap_or(default_mss);
+        }
+    }
+
+    /// A segment of a connection in its handshake. `true` when it
+    /// completed the handshake (the segment then goes on to be capped).
+    fn on_handshake(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) -> bool {
+        let Some((mut hot, mut cold)) = self.table.entry(fp) else {
+            return false;
+        };
+        let flags = seg.flags;
+        let from_initiator = seg.from == cold.initiator;
+        if flags & (SYN | ACK) == SYN && from_initiator {
+            if seg.seq != cold.init_isn {
+                // A new attempt on the same four-tuple: start over.
+                self.fill_syn(&mut hot, &mut cold, packet, seg, t);
+            } else {
+                // A retransmitted SYN: the SYN-ACK will answer this copy.
+                cold.syn_at = t;
+            }
+        } else if flags & (SYN | ACK) == SYN | ACK
+            && !from_initiator
+            && seg.ack == cold.init_isn.wrapping_add(1)
+        {
+            hot.stage = Stage::SynAckSeen;
+            cold.resp_isn = seg.seq;
+            let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
+            Self::set_options(&mut hot, &mut cold, seg.from, seg.key.v6, opts);
+        } else if flags & (SYN | ACK) == ACK
+            && from_initiator
+            && hot.stage == Stage::SynAckSeen
+            && seg.ack == cold.resp_isn.wrapping_add(1)
+        {
+            cold.rtt_ns = t.saturating_sub(cold.syn_at);
+            hot.wscale = match cold.wscale_opt {
+                [Some(a), Some(b)] => [a.min(window::MAX_WSCALE), b.min(window::MAX_WSCALE)],
+                _ => [0, 0],
+            };
+            if let Some(r) = self.rate.get(usize::from(hot.class)) {
+                hot.class_bdp = r.map(|bps| window::class_bdp(bps, cold.rtt_ns));
+            }
+            self.table.set_entry(fp, hot, cold);
+            if !self.table.promote(fp, t) {
+                return false;
+            }
+            let s = &mut self.stats;
+            s.handshakes += 1;
+            s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(cold.rtt_ns);
+            s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(cold.rtt_ns);
+            s.handshake_rtt_min_ns = if s.handshakes == 1 {
+                cold.rtt_ns
+            } else {
+                s.handshake_rtt_min_ns.min(cold.rtt_ns)
+            };
+            return true;
+        } else {
+            return false;
+        }
+        self.table.set_entry(fp, hot, cold);
+        self.table.touch_half_open(fp, t);
+        false
+    }
+
+    /// Lowers the window of a segment of an established flow to its cap.
+    #[inline]
+    fn cap_window(
+        &mut self,
+        packet: &mut [u8],
+        side: Side,
+        seg: &segment::Segment,
+        f: &Hot,
+    ) -> RwmOutcome {
+        if seg.flags & ACK == 0 {
+            return RwmOutcome::Unchanged;
+        }
+        // The class's BDP for data travelling the other way (the window
+        // limits what the peer sends), split among its active flows.
+        let data = side.other().index();
+        let share = self
+            .rate
+            .get(usize::from(f.class))
+            .and_then(|r| r.get(data))
+            .copied()
+            .unwrap_or(0.0);
+        if share <= 0.0 {
+            return RwmOutcome::Unchanged; // a class without a share
+        }
+        let bdp = f.class_bdp.get(data).copied().unwrap_or(0.0);
+        let e = seg.from;
+        let mss = f.mss.get(e).copied().unwrap_or(DEFAULT_MSS_V4);
+        let ws = f.wscale.get(e).copied().unwrap_or(0);
+        let floor = u64::from(self.config.min_window_segments) * u64::from(mss);
+        let cap = window::cap_bytes(bdp, self.table.active_in(f.class), floor);
+        let advertised = seg.window;
+        let written = window::capped_field(advertised, cap, ws);
+        if written >= advertised {
+            return RwmOutcome::Unchanged;
+        }
+        segment::set_window(packet, seg.tcp_at, written);
+        if let Some(c) = self.stats.windows_rewritten.get_mut(side.index()) {
+            *c += 1;
+        }
+        RwmOutcome::Rewritten {
+            advertised,
+            written,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
