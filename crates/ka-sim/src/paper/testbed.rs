@@ -328,7 +328,11 @@ pub fn throughput_cdf_panel(runs: &[(String, &RunResult)]) -> Panel {
 /// Figs 9 and 10 and the mean FCT by size.
 pub fn panels(load: TestbedLoad, runs: &[(String, &RunResult)]) -> Vec<Panel> {
     match load {
-        TestbedLoad::Light => vec![fct_panel(runs), queue_cdf_panel(runs)],
+        TestbedLoad::Light => {
+            let mut q = queue_cdf_panel(runs);
+            q.title = "CDF of the queueing delay at the bottleneck, 100 ms bins".into();
+            vec![fct_panel(runs), q]
+        }
         TestbedLoad::Heavy => vec![
             queue_cdf_panel(runs),
             throughput_cdf_panel(runs),
