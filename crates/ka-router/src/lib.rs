@@ -108,8 +108,8 @@
 //! arrive, so the header bytes a split adds on dequeue are not in y; they
 //! show up in q if they make the link fall behind. q = bytes queued at the
 //! end of the interval. [`Rcp`] applies `R ← R·(1 + (T/d)(α(C − y) − βq/d)/C)`,
-//! clamped to `[min(R_min, C), C]`; R_min defaults to half the smallest
-//! encodable rate ([`RcpConfig::min_rate`]).
+//! clamped to `[min(R_min, C), C]`; R_min defaults to the smallest
+//! encodable rate, so a KA port never silences itself ([`RcpConfig::min_rate`]).
 //!
 //! Ticks, dequeues and the TCP-mode hold expiry are processed lazily but
 //! exactly, in time order (ties: mode expiry, tick, dequeue), whenever the
