@@ -38,7 +38,7 @@ use clap::{Args, ValueEnum};
 use ka_endpoint::TcpConfig;
 use ka_endpoint::driver::{Cidr, DriverConfig, KaStack, KaStream};
 use ka_sim::host::{payload_per_packet_of, tcp_config};
-use ka_sim::rng::{self, BoundedPareto};
+use ka_sim::rng::{self, SizeDist};
 use ka_sim::scenario::{FlowKind, Scenario, Workload};
 use rand_chacha::ChaCha8Rng;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -117,7 +117,7 @@ struct Plan {
     track: usize,
     seed: u64,
     off_mean: f64,
-    sizes: BoundedPareto,
+    sizes: SizeDist,
     payload: u64,
     tcp: TcpConfig,
     duration_ns: u64,
@@ -171,7 +171,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// (first off period; then per flow its size, and after it the next off).
 struct OnOff {
     rng: ChaCha8Rng,
-    sizes: BoundedPareto,
+    sizes: SizeDist,
     off_mean: f64,
     payload: u64,
 }
@@ -182,7 +182,7 @@ impl OnOff {
         let first = rng::exponential(&mut rng, p.off_mean);
         let o = OnOff {
             rng,
-            sizes: p.sizes,
+            sizes: p.sizes.clone(),
             off_mean: p.off_mean,
             payload: p.payload,
         };

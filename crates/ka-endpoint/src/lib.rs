@@ -101,7 +101,11 @@
 //!   for the window the peer lets it use within one RTT. See `conn::xcp`
 //!   and [`Xcp`].
 //! * **Indicators** go out when due even between pacing slots (still
-//!   charged to the pacer), so they keep their 100 ms rhythm at low rates.
+//!   charged to the pacer), so they keep their 100 ms rhythm at low rates —
+//!   but never two in a row: below the indicators' own rate (~48 kbit/s,
+//!   reachable with a deployment scale below the paper's 120 kbit/s) back-
+//!   to-back indicators would starve the stampable segments, and with them
+//!   every fresh signal.
 //! * **ECN** (RFC 3168, DESIGN §8.6; [`EcnMode`]): by default a
 //!   connection accepts ECN when the peer asks but does not ask itself
 //!   (Linux's `tcp_ecn = 2`): asking is opt-in so that simulated scenarios
@@ -157,6 +161,7 @@ pub mod conn;
 pub mod isn;
 pub mod rtt;
 pub mod stack;
+pub mod udp;
 
 pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp, XcpVariant};
 pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};

@@ -604,3 +604,79 @@ fn port_in_tcp_mode_stops_signals_then_ka_resumes() {
     assert!(st.ka_signals_fresh > fresh_before);
     assert_eq!(st.retransmits, 0, "no loss: the queue had room");
 }
+
+/// A controller whose rate the test sets.
+struct SetRate(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl ka_router::RateController for SetRate {
+    fn on_interval(&mut self, _: &ka_router::Measurement) -> f64 {
+        self.rate()
+    }
+    fn rate(&self) -> f64 {
+        f64::from_bits(self.0.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// With a scale that reaches below the RTT indicators' own rate (one
+/// ~600-byte DF packet per 100 ms, 48 kbit/s), a KA flow told 20 kbit/s
+/// must still send segments the router can stamp (never two indicators in
+/// a row), so it hears when R rises and follows it.
+#[test]
+fn below_the_indicator_rate_the_flow_still_hears_r_rise() {
+    let low = Scale {
+        b: Scale::PAPER.b / 16.0,
+        ..Scale::PAPER
+    };
+    let mut tcp = test_tcp();
+    tcp.ka.scale = low;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 31);
+    let rate = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(2.5f64.to_bits()));
+    let mut pc = port_cfg();
+    pc.scale = low;
+    let now = net.now;
+    net.ab
+        .hops
+        .push(Hop::Port(Box::new(ka_router::Port::with_controller(
+            pc,
+            Box::new(SetRate(rate.clone())),
+            now,
+        ))));
+    net.record_a = true;
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(4_000_000, 3), false);
+    net.run_for(Duration::from_secs(10));
+    // At 2.5 B/ms (20 kbit/s): ordinary (stampable) segments keep going out.
+    let data = |from: u64, to: u64| {
+        net.sent_a
+            .iter()
+            .filter(|s| {
+                let t = s.at - net.base;
+                s.tcp_payload > 0
+                    && !s.df
+                    && t >= Duration::from_secs(from)
+                    && t < Duration::from_secs(to)
+            })
+            .count()
+    };
+    assert!(
+        data(4, 10) >= 3,
+        "{} stampable segments in 6 s",
+        data(4, 10)
+    );
+    let st = net.a.conn(h).unwrap().stats();
+    assert_eq!(st.mode, Mode::Ka);
+    // R rises to 100 B/ms (800 kbit/s): the flow follows within seconds.
+    rate.store(100f64.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    net.run_for(Duration::from_secs(10));
+    let r = net.a.conn(h).unwrap().stats().ka_rate.unwrap();
+    let want = low.decode(low.encode(100.0).unwrap());
+    assert!(
+        (r - want).abs() / want < 1e-9,
+        "paces at {r} B/ms, R {want}"
+    );
+    let sent = send_rate(&net, Duration::from_secs(16), Duration::from_secs(20));
+    assert!(
+        (sent - want * 1000.0).abs() / (want * 1000.0) < 0.1,
+        "sent {sent} B/s"
+    );
+}

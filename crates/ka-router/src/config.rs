@@ -39,6 +39,25 @@ pub enum QueueMeasure {
     Persistent,
 }
 
+/// How [`Rcp`](crate::Rcp) turns one control interval's measurement into
+/// the new rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RcpUpdate {
+    /// `R ← R · (1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`: DESIGN §4.3 and
+    /// the ns-2 reference code, literally. When `x ≤ −1` (a queue of about
+    /// a bandwidth-delay product when T = d) R drops to R_min in one step.
+    Linear,
+    /// `R ← R · eˣ`: the exact solution over T of RCP's own fluid model
+    /// `dR/dt = R·(α(C − y) − βq/d)/(d·C)` with the interval's y and q.
+    /// The same as [`RcpUpdate::Linear`] to first order in x, so wherever
+    /// T ≪ d (the paper's 100 ms RTTs: T = d/10, |x| of a few hundredths)
+    /// the two agree to a fraction of a percent per interval; at small
+    /// RTTs, where T = d and x reaches −1 and below, it never overshoots
+    /// to R_min. The default; see the crate docs ("Small RTTs").
+    #[default]
+    Exponential,
+}
+
 /// Knobs of the RCP controller (DESIGN §4.3).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RcpConfig {
@@ -95,6 +114,10 @@ pub struct RcpConfig {
     /// simulator has no jitter and keeps DESIGN's rules by default (its
     /// scenarios can set all three).
     pub queue_target: Duration,
+    /// How an interval's measurement updates R. Default
+    /// [`RcpUpdate::Exponential`] (a deviation from DESIGN §4.3's literal
+    /// formula, [`RcpUpdate::Linear`]; see there).
+    pub update: RcpUpdate,
 }
 
 impl Default for RcpConfig {
@@ -110,6 +133,7 @@ impl Default for RcpConfig {
             rtt_gain: 0.02,
             queue_measure: QueueMeasure::Now,
             queue_target: Duration::ZERO,
+            update: RcpUpdate::Exponential,
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use crate::config::RcpConfig;
+use crate::config::{RcpConfig, RcpUpdate};
 
 /// What the port measured over one control interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,8 +73,9 @@ pub trait RateController: Send {
     }
 }
 
-/// The RCP controller:
-/// `R ← R · (1 + (T/d) · (α·(C − y) − β·q/d) / C)`, clamped to
+/// The RCP controller: `R ← R · eˣ` (or `R · (1 + x)`, DESIGN §4.3's
+/// literal formula, per [`RcpConfig::update`]) with
+/// `x = (T/d) · (α·(C − y) − β·q/d) / C`, clamped to
 /// `[min(R_min, C), R_max]`, starting at `R₀ = initial_frac · C`.
 ///
 /// **Deviation from DESIGN §4.3 (upper clamp).** DESIGN clamps R to C. KA
@@ -115,7 +116,8 @@ impl Rcp {
         &self.config
     }
 
-    /// The per-interval multiplier `1 + (T/d)(α(C − y) − βq/d)/C`.
+    /// The per-interval multiplier: `1 + x` or `eˣ` ([`RcpUpdate`]), `x =
+    /// (T/d)(α(C − y) − βq/d)/C`.
     fn factor(&self, m: &Measurement) -> f64 {
         let c = m.capacity;
         if c.is_nan() || c <= 0.0 {
@@ -124,8 +126,11 @@ impl Rcp {
         let t = m.interval.as_secs_f64() * 1e3;
         let d = (m.rtt.as_secs_f64() * 1e3).max(MIN_RTT_MS);
         let q = m.queue_bytes as f64;
-        let f =
-            1.0 + (t / d) * (self.config.alpha * (c - m.input_rate) - self.config.beta * q / d) / c;
+        let x = (t / d) * (self.config.alpha * (c - m.input_rate) - self.config.beta * q / d) / c;
+        let f = match self.config.update {
+            RcpUpdate::Linear => 1.0 + x,
+            RcpUpdate::Exponential => x.exp(),
+        };
         if f.is_nan() { 1.0 } else { f }
     }
 
@@ -196,12 +201,46 @@ mod tests {
         assert!((r.rate() - 50.0).abs() < 1e-9);
     }
 
+    fn linear() -> RcpConfig {
+        RcpConfig {
+            update: RcpUpdate::Linear,
+            ..RcpConfig::default()
+        }
+    }
+
     #[test]
     fn formula_one_step() {
-        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
-        // y = 500, q = 10_000 bytes: f = 1 + 0.1·(0.1·500 − 10000/100)/1000
-        let want = 50.0 * (1.0 + 0.1 * (0.1 * 500.0 - 100.0) / 1000.0);
+        // y = 500, q = 10_000 bytes: x = 0.1·(0.1·500 − 10000/100)/1000
+        let x = 0.1 * (0.1 * 500.0 - 100.0) / 1000.0;
+        let mut r = Rcp::new(linear(), 1000.0);
         let got = r.on_interval(&m(500.0, 10_000));
+        let want = 50.0 * (1.0 + x);
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let got = r.on_interval(&m(500.0, 10_000));
+        let want = 50.0 * x.exp();
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        // The same to first order: x = −0.5 %, the two differ by x²/2.
+        assert!((x.exp() - (1.0 + x)).abs() < 2e-5);
+    }
+
+    /// T = d (small RTTs) and a queue above one bandwidth-delay product:
+    /// the linear step falls to R_min, the exponential one by e^x.
+    #[test]
+    fn exponential_update_does_not_collapse_at_t_equal_d() {
+        let big = Measurement {
+            interval: Duration::from_millis(1),
+            rtt: Duration::from_millis(1),
+            // y = 2C, q = 1.2 C·d: x = 0.1·(−1) − 1.2 = −1.3
+            input_rate: 2000.0,
+            queue_bytes: 1200,
+            ..m(0.0, 0)
+        };
+        let mut lin = Rcp::new(linear(), 1000.0);
+        assert_eq!(lin.on_interval(&big), RcpConfig::default().min_rate);
+        let mut exp = Rcp::new(RcpConfig::default(), 1000.0);
+        let got = exp.on_interval(&big);
+        let want = 50.0 * (-1.3f64).exp();
         assert!((got - want).abs() < 1e-9, "{got} vs {want}");
     }
 
@@ -239,8 +278,11 @@ mod tests {
 
     #[test]
     fn batch_matches_iteration() {
-        for (y, q) in [(0.0, 0), (900.0, 0), (1200.0, 3000), (100.0, 50)] {
-            let mut a = Rcp::new(RcpConfig::default(), 1000.0);
+        for (cfg, (y, q)) in [linear(), RcpConfig::default()]
+            .into_iter()
+            .flat_map(|c| [(0.0, 0), (900.0, 0), (1200.0, 3000), (100.0, 50)].map(|m| (c, m)))
+        {
+            let mut a = Rcp::new(cfg, 1000.0);
             let mut b = a.clone();
             for _ in 0..137 {
                 a.on_interval(&m(y, q));

@@ -74,9 +74,10 @@
 //! **RTT indicators** (DESIGN §3.2): IPv4 with DF and total length 600 + k,
 //! IPv6 with total length 600 + k (no DF in IPv6) and no Fragment header
 //! (a KA leading fragment with L = 552 or 560 has total length 600 / 608;
-//! it is a rate signal, see [`is_ipv6_indicator`]), k ≤ 11. Each moves d by
-//! an EWMA with gain `rtt_gain` (0.02) toward the indicated RTT, at arrival,
-//! even if the queue then drops the packet. Indicators are never stamped.
+//! it is a rate signal, see [`is_ipv6_indicator`]), k ≤ 11. The first one
+//! sets d; each later one moves d by an EWMA with gain `rtt_gain` (0.02)
+//! toward the indicated RTT, at arrival, even if the queue then drops the
+//! packet (see "Small RTTs" below). Indicators are never stamped.
 //!
 //! **Timing model.** The shaper is one transmitter: the head of the queue
 //! is dequeued the moment the link is free; each piece it yields occupies
@@ -107,9 +108,11 @@
 //! (as ns-2 RCP counts input traffic at enqueue). y counts bytes as they
 //! arrive, so the header bytes a split adds on dequeue are not in y; they
 //! show up in q if they make the link fall behind. q = bytes queued at the
-//! end of the interval. [`Rcp`] applies `R ← R·(1 + (T/d)(α(C − y) − βq/d)/C)`,
-//! clamped to `[min(R_min, C), C]`; R_min defaults to the smallest
-//! encodable rate, so a KA port never silences itself ([`RcpConfig::min_rate`]).
+//! end of the interval. [`Rcp`] applies `R ← R·eˣ`, `x = (T/d)(α(C − y) −
+//! βq/d)/C` (DESIGN §4.3: `R·(1 + x)`, the same to first order; see
+//! "Small RTTs" for why), clamped to `[min(R_min, C), C]`; R_min defaults
+//! to the smallest encodable rate, so a KA port never silences itself
+//! ([`RcpConfig::min_rate`]).
 //!
 //! Ticks, dequeues and the TCP-mode hold expiry are processed lazily but
 //! exactly, in time order (ties: mode expiry, tick, dequeue), whenever the
@@ -131,6 +134,65 @@
 //! Both refinements deviate from DESIGN §4.3/§4.4; see the `mode` module
 //! for why (`foreign_frac = 0` restores the queue-only rule).
 //!
+//! ## Small RTTs (data-centre scale)
+//!
+//! DESIGN §4.3 starts d at `--rtt` (100 ms) and moves it only by an EWMA
+//! of gain 0.02 per RTT sample. At 10 Gbit/s with a 1 ms RTT (64 long-lived
+//! KA flows joining one every 5 ms, `ka-sim paper other-dc`) that left d
+//! far above the RTT for the first ~0.2 s — each flow sends one indicator
+//! per 100 ms, so d needs about 50 indicators to cover two thirds of the
+//! way — and with it T = min(d, 10 ms) at 10 RTTs and the update's gain
+//! T/d at a fraction of its design value: R lagged the arrivals by tens of
+//! RTTs, the queue sat at its 1000-packet limit from 0.1 to 0.3 s and
+//! again at 1.3 s, and flows fell back to TCP mode (measured before the
+//! change; after it the queue peaked at 160–203 packets while flows
+//! joined and stayed under 60 after 1 s, flows in KA mode 99.9 % of the
+//! time). In the fluid model (`tests/rcp_fluid.rs`, 64 senders joining
+//! over 32 ms) d was still 28 ms at 100 ms, R at a fifth to a sixth of
+//! C/64 and 10–22 MB queued. Two changes, neither of which matters at the
+//! paper's 100 ms RTT (the first indicator moves d from 100 to 96 ms, and
+//! T stays 10 ms):
+//!
+//! * **The first RTT sample sets d** (as RFC 6298 seeds SRTT with the
+//!   first measurement); the EWMA then runs from there. `--rtt` is only a
+//!   guess for the time before any indicator has arrived.
+//! * **A shorter d shortens the interval in progress**: when a sample
+//!   makes T = min(d, 10 ms) shorter than what remains of the current
+//!   interval, that interval ends `T` after the previous tick (or at once,
+//!   if that has passed) instead of at the end the old d chose. The
+//!   measurement then covers the interval actually elapsed.
+//!
+//! A third change concerns the update itself. With T = d, one step of
+//! DESIGN's `R ← R·(1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`, carries the
+//! whole queue term βq/d: a queue of more than about one bandwidth-delay
+//! product makes `x ≤ −1` and R falls to R_min (60 kbit/s) in one
+//! interval, whence it climbs back by at most e^α per RTT — about 120 RTTs
+//! to reach C/64 at 10 Gbit/s. At the paper's scale (T = d/10) the same
+//! queue costs 8 % per interval, 55 % per RTT. In `other-dc`'s light load
+//! (two web-search flows arriving at an idle port both start at R = C
+//! and overflow the 1000-packet queue before any signal can reach them)
+//! that collapse left (with the scenario's 10 ms minimum RTO) 105 KA and
+//! 95 RCP flows of about 800 with FCTs above 50 ms — a 1500-byte packet paced at R_min takes 0.2 s — and the
+//! 100–2000-packet flows' mean FCT at 35 ms (KA) and 22 ms (RCP).
+//!
+//! * **The update is `R ← R·eˣ`** ([`RcpUpdate::Exponential`]): the exact
+//!   solution over T of RCP's fluid model `dR/dt = R·(α(C − y) −
+//!   βq/d)/(d·C)` with the interval's y and q, and equal to DESIGN's
+//!   linear step to first order in x — at the paper's T = d/10 the two
+//!   differ by x²/2, a few parts in ten thousand per interval (Figs 2–7
+//!   pass with either). At small RTTs it cuts R by e^(−1.3) = 0.27 where
+//!   the linear step hit R_min: 11 KA and 13 RCP flows above 50 ms, mean
+//!   FCT 4.3 and 4.2 ms. `--rcp-update linear` (ka-router) and
+//!   `rcp_update = "linear"` (ka-sim) restore DESIGN's formula.
+//!
+//! With the first two, the fluid model converges to C/64 within 2.5 % with at most
+//! 6 packets queued within 100 ms of the first arrival (test
+//! `data_centre_sixty_four_flows_converge_within_100ms`). What they do not
+//! fix is a *flash crowd* — 64 flows starting within one RTT at R₀ = 5 % of
+//! C each offer 3.2·C, and with a buffer of about one bandwidth-delay
+//! product the queue overflows before any controller can answer; that is
+//! a property of RCP's R₀, not of d.
+//!
 //! ## Memory
 //!
 //! The queue holds at most `queue_limit` packets of at most
@@ -140,6 +202,16 @@
 //! uncollected). FQ-CoDel's flow table is allocated once (about 100 bytes
 //! per flow queue, at most [`qdisc::MAX_FLOWS`] of them) and it also caps
 //! the buffer bytes it holds (`memory_limit`); see [`qdisc::FqCodel`].
+//! A middlebox's pending segment reports are capped at
+//! [`aggregate::MAX_PENDING_FEEDBACK`].
+//!
+//! ## Middleboxes (DESIGN §8.7)
+//!
+//! A DCC middlebox is a port whose capacity is the current rate of a
+//! traffic aggregate ([`Port::set_capacity`]) plus an
+//! [`aggregate::AggregateController`] (a fixed SLA rate or MulTCP) that
+//! sets that rate; the port's signalling stage then tells each local host
+//! its per-flow share (LCCP). See [`aggregate`].
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -151,6 +223,7 @@
     )
 )]
 
+pub mod aggregate;
 mod classify;
 pub mod config;
 pub mod controller;
@@ -167,7 +240,9 @@ mod time;
 
 pub use classify::MAX_PACKET_LEN;
 pub use classify::PacketKind;
-pub use config::{ConfigError, ModeConfig, PortConfig, QueueMeasure, RcpConfig, Signalling};
+pub use config::{
+    ConfigError, ModeConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate, Signalling,
+};
 pub use controller::{MAX_BATCH_ITERATIONS, Measurement, RateController, Rcp};
 pub use mode::Mode;
 pub use native::lower_rcp_option;

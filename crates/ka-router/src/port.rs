@@ -217,6 +217,29 @@ impl Port {
         self.advance(now);
     }
 
+    /// Changes the capacity C to `capacity_bps` at `now` (clamped to at
+    /// least 1 bit/s): a middlebox whose aggregate controller moves the
+    /// rate of its traffic aggregate (DESIGN §8.7).
+    ///
+    /// Everything due before `now` happens at the old C first. A piece
+    /// already being serialised finishes at the old rate; every later one
+    /// is serialised at the new C. The signalling stage learns the new C
+    /// ([`Signaller::set_capacity`]; RCP scales R by new/old C, so the
+    /// per-flow share follows the aggregate at once instead of over RCP's
+    /// convergence time). The queue discipline keeps the capacity it was
+    /// built with (only RED's idle-time correction reads it).
+    pub fn set_capacity(&mut self, now: Instant, capacity_bps: u64) {
+        let t = self.advance(now);
+        let bps = capacity_bps.max(1);
+        if bps == self.config.capacity_bps {
+            return;
+        }
+        self.config.capacity_bps = bps;
+        self.shaper.set_capacity(bps);
+        self.signal
+            .set_capacity(t, self.config.capacity_bytes_per_ms());
+    }
+
     /// The rate the port would stamp right now (`None` in TCP mode, when R is
     /// not encodable, or without KA signalling).
     pub fn signal(&self) -> Option<Code> {

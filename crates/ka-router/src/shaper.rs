@@ -31,6 +31,14 @@ impl Shaper {
         }
     }
 
+    /// Serialise later pieces at `capacity_bps` (≥ 1); the piece on the
+    /// wire keeps its end time. The carried remainder belonged to the old
+    /// rate and is dropped (< 1 ns).
+    pub(crate) fn set_capacity(&mut self, capacity_bps: u64) {
+        self.capacity_bps = u128::from(capacity_bps.max(1));
+        self.rem = 0;
+    }
+
     /// When the link is free.
     pub(crate) fn free_at(&self) -> u64 {
         self.free_at
@@ -104,6 +112,17 @@ mod tests {
         assert_eq!(a, 2_666_666_666);
         assert_eq!(b, 5_333_333_333);
         assert_eq!(c, 8_000_000_000);
+    }
+
+    #[test]
+    fn capacity_change_applies_to_later_pieces() {
+        // 1500 B at 100 Mbit/s = 120 µs; then at 50 Mbit/s = 240 µs.
+        let mut s = Shaper::new(100_000_000);
+        assert_eq!(s.send(1500), 120_000);
+        s.set_capacity(50_000_000);
+        assert_eq!(s.send(1500), 360_000);
+        s.set_capacity(0); // clamped to 1 bit/s, never a division by zero
+        assert_eq!(s.send(1), 360_000 + 8_000_000_000);
     }
 
     #[test]

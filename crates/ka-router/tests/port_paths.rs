@@ -145,22 +145,26 @@ fn non_ip_forwarded_untouched_malformed_dropped() {
 }
 
 #[test]
-fn indicators_move_d_by_ewma_and_are_not_stamped() {
+fn indicators_set_then_move_d_by_ewma_and_are_not_stamped() {
     let t0 = Instant::now();
     let mut port = Port::with_controller(PortConfig::new(100_000_000), fixed(100.0), t0);
     assert_eq!(port.rtt(), Duration::from_millis(100));
-    let mut t = t0;
-    for n in 1..=50 {
+    // The first indicator sets d: 16–32 ms → 24 ms.
+    let mut t = t0 + Duration::from_millis(1);
+    port.push(t, common::indicator_v4(4));
+    assert_eq!(port.rtt(), Duration::from_millis(24));
+    // Later ones move it by the EWMA: 64–128 ms → 96 ms.
+    for n in 1..=49 {
         t += Duration::from_millis(1);
-        port.push(t, common::indicator_v4(4)); // 16–32 ms → 24 ms
-        let want = 24.0 + 76.0 * 0.98f64.powi(n);
+        port.push(t, common::indicator_v4(6));
+        let want = 96.0 - 72.0 * 0.98f64.powi(n);
         let got = port.rtt().as_secs_f64() * 1e3;
         assert!((got - want).abs() < 1e-6, "after {n}: {got} vs {want}");
     }
     let out = drain(&mut port);
     assert_eq!(out.len(), 50);
     assert!(
-        out.iter().all(|p| p.len() == 604),
+        out[0].len() == 604 && out[1..].iter().all(|p| p.len() == 606),
         "indicators are never split"
     );
     assert_eq!(port.snapshot().counters.indicators_seen, 50);

@@ -54,6 +54,9 @@ pub struct Claim {
     pub ours: String,
     /// Whether it holds.
     pub pass: bool,
+    /// Not checked: a variant this build cannot run yet (printed
+    /// `[PENDING]`, `pass` is false but it is no failure).
+    pub pending: bool,
 }
 
 impl Claim {
@@ -63,22 +66,34 @@ impl Claim {
             what: what.into(),
             ours: ours.into(),
             pass,
+            pending: false,
+        }
+    }
+
+    /// A claim that cannot be checked in this build, and why.
+    pub fn pending(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Self {
+            pending: true,
+            ..Self::new(what, why, false)
         }
     }
 
     /// JSON form.
     pub fn to_json(&self) -> Value {
+        if self.pending {
+            return json!({"claim": self.what, "ours": self.ours, "pending": true});
+        }
         json!({"claim": self.what, "ours": self.ours, "pass": self.pass})
     }
 
     /// One line for the terminal.
     pub fn line(&self) -> String {
-        format!(
-            "[{}] {}: {}",
-            if self.pass { "PASS" } else { "FAIL" },
-            self.what,
-            self.ours
-        )
+        let tag = match (self.pending, self.pass) {
+            (true, _) => "PENDING",
+            (false, true) => "PASS",
+            (false, false) => "FAIL",
+        };
+        format!("[{tag}] {}: {}", self.what, self.ours)
     }
 }
 

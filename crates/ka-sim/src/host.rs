@@ -30,10 +30,15 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::engine::{Clock, Ctx, Node, NodeId, SimTime, secs};
 use crate::net::{HostRole, HostSpec, SenderSpec};
-use crate::rng::{self, BoundedPareto};
+use crate::rng::{self, SizeDist};
 use crate::scenario::{FlowKind, Workload};
 use crate::sim::Host;
+use crate::udp::UdpApp;
 use crate::world::{FlowId, FlowKey, NewFlow, World};
+
+/// Random stream ids from here on belong to groups (the `arrivals`
+/// workload's shared process), not to hosts.
+pub const ARRIVALS_STREAM_BASE: u64 = 1 << 40;
 
 /// The port every receiver listens on.
 pub const RECEIVER_PORT: u16 = 5001;
@@ -89,7 +94,8 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.enabled = true;
             t.cc = CcAlgorithm::NewReno;
         }
-        FlowKind::TcpNewReno => {
+        // UDP kinds run no TCP (`crate::udp`); their stacks stay idle.
+        FlowKind::TcpNewReno | FlowKind::UdpLccp | FlowKind::UdpCbr => {
             t.ka.enabled = false;
             t.cc = CcAlgorithm::NewReno;
         }
@@ -158,13 +164,20 @@ enum Plan {
         next: usize,
     },
     OnOff {
-        sizes: BoundedPareto,
+        sizes: SizeDist,
         off_mean: f64,
     },
     Poisson {
-        sizes: BoundedPareto,
+        sizes: SizeDist,
         /// Mean inter-arrival time of this host, s.
         gap_mean: f64,
+    },
+    /// This host's share of the group's arrivals: start times, in order.
+    Arrivals {
+        starts: Vec<SimTime>,
+        next: usize,
+        /// (packets, bytes) of every flow.
+        size: (u64, u64),
     },
 }
 
@@ -209,6 +222,8 @@ pub struct HostNode {
     duration: SimTime,
     /// Problems seen.
     pub trouble: HostTrouble,
+    /// The UDP application of a UDP-kind host ([`crate::udp`]).
+    udp: Option<UdpApp>,
 }
 
 /// A zero-filled chunk applications write from.
@@ -220,9 +235,12 @@ impl HostNode {
         let mut cfg = StackConfig::deterministic(secret(spec.seed, spec.index));
         // Passive (receiving) connections: KA offered back if the sender offers it.
         cfg.tcp = tcp_config(FlowKind::Ka, spec.packet_bytes)?;
+        cfg.tcp.ka.scale = spec.ka_scale;
         spec.tcp.apply(&mut cfg.tcp);
         let mut stack = Stack::new(cfg, clock.instant(0));
+        let udp = UdpApp::new(spec);
         let sender = match &spec.role {
+            _ if udp.is_some() => None,
             HostRole::Receiver { .. } => {
                 stack.listen(RECEIVER_PORT);
                 None
@@ -242,6 +260,7 @@ impl HostNode {
             txbuf: Vec::new(),
             duration: spec.duration,
             trouble: HostTrouble::default(),
+            udp,
         })
     }
 
@@ -256,6 +275,21 @@ impl HostNode {
         size_pkts: Option<u64>,
         stop_at: Option<SimTime>,
     ) {
+        let per_packet = self
+            .sender
+            .as_ref()
+            .map_or(1, |s| payload_per_packet_of(s.spec.kind, self.packet_bytes));
+        let size = size_pkts.map(|p| (p, p * per_packet as u64));
+        self.start_sized_flow(ctx, size, stop_at);
+    }
+
+    /// Opens a flow of `size` = (packets, bytes) (None = unbounded).
+    fn start_sized_flow(
+        &mut self,
+        ctx: &mut Ctx<'_, World>,
+        size: Option<(u64, u64)>,
+        stop_at: Option<SimTime>,
+    ) {
         let Some(s) = self.sender.as_mut() else {
             return;
         };
@@ -267,8 +301,7 @@ impl HostNode {
             return;
         };
         let sport = self.stack.conn(h).map_or(0, |c| c.local_addr().port());
-        let per_packet = payload_per_packet_of(s.spec.kind, self.packet_bytes);
-        let bytes = size_pkts.map(|p| p * per_packet as u64);
+        let bytes = size.map(|s| s.1);
         let id = ctx.shared.open(
             FlowKey {
                 src: self.addr,
@@ -281,7 +314,7 @@ impl HostNode {
                 group: s.spec.group,
                 sender: self.node,
                 tracked: s.spec.tracked,
-                size: size_pkts.zip(bytes),
+                size,
                 start: ctx.now(),
                 path: s.spec.path,
             },
@@ -323,6 +356,13 @@ impl HostNode {
                 return;
             }
             s.next = None;
+            if let Plan::Arrivals { starts, next, size } = &mut s.plan {
+                *next += 1;
+                s.next = starts.get(*next).copied();
+                let size = *size;
+                self.start_sized_flow(ctx, Some(size), None);
+                continue;
+            }
             let (size, stop) = match &mut s.plan {
                 Plan::LongLived { epochs, next } => {
                     let Some(&(_, stop)) = epochs.get(*next) else {
@@ -340,6 +380,7 @@ impl HostNode {
                     s.next = Some(now + secs(gap).max(1));
                     (Some(size), None)
                 }
+                Plan::Arrivals { .. } => return,
             };
             self.start_flow(ctx, size, stop);
         }
@@ -537,6 +578,7 @@ impl HostNode {
 impl Sender {
     fn new(s: &SenderSpec, spec: &HostSpec) -> Result<Self, HostError> {
         let mut tcp = tcp_config(s.kind, spec.packet_bytes)?;
+        tcp.ka.scale = spec.ka_scale;
         spec.tcp.apply(&mut tcp);
         if let Some(iw) = s.initial_window {
             tcp.initial_window_segments = iw;
@@ -571,6 +613,39 @@ impl Sender {
                     Some(secs(first_off)),
                 )
             }
+            Workload::Arrivals {
+                flows,
+                gap_mean_s,
+                size_bytes,
+                start_s,
+            } => {
+                // One Poisson process for the whole group, from the group's
+                // own stream: every host draws the same starts and keeps
+                // every `group_size`-th.
+                let mut g = rng::stream(spec.seed, ARRIVALS_STREAM_BASE + s.group as u64);
+                let mut t = *start_s;
+                let n = s.group_size.max(1);
+                let starts: Vec<SimTime> = (0..*flows as usize)
+                    .map(|_| {
+                        t += rng::exponential(&mut g, *gap_mean_s);
+                        secs(t)
+                    })
+                    .enumerate()
+                    .filter(|(i, _)| i % n == s.index_in_group)
+                    .map(|(_, t)| t)
+                    .collect();
+                let per_packet = payload_per_packet_of(s.kind, spec.packet_bytes) as u64;
+                let size = (size_bytes.div_ceil(per_packet), *size_bytes);
+                let first = starts.first().copied();
+                (
+                    Plan::Arrivals {
+                        starts,
+                        next: 0,
+                        size,
+                    },
+                    first,
+                )
+            }
             Workload::Poisson { load, sizes } => {
                 let sizes = sizes.build().map_err(|e| HostError::Sizes(e.to_string()))?;
                 let bytes = sizes.mean() * spec.packet_bytes as f64;
@@ -597,6 +672,12 @@ impl Node for HostNode {
     type Shared = World;
 
     fn handle_packet(&mut self, ctx: &mut Ctx<'_, World>, _iface: u16, packet: Vec<u8>) {
+        if let Some(app) = self.udp.as_mut() {
+            app.handle_packet(ctx, &packet);
+            ctx.recycle(packet);
+            app.transmit(ctx, &mut self.txbuf);
+            return;
+        }
         if let Some(f) = self.wire_flow.and_then(|id| ctx.shared.flow_mut(id)) {
             f.bin_wire_bytes += packet.len() as u64;
         }
@@ -606,6 +687,11 @@ impl Node for HostNode {
     }
 
     fn handle_timeout(&mut self, ctx: &mut Ctx<'_, World>) {
+        if let Some(app) = self.udp.as_mut() {
+            app.handle_timeout(ctx);
+            app.transmit(ctx, &mut self.txbuf);
+            return;
+        }
         let now = ctx.instant();
         if self.stack.poll_timeout().is_some_and(|t| t <= now) {
             self.stack.handle_timeout(now);
@@ -617,6 +703,9 @@ impl Node for HostNode {
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
+        if let Some(app) = self.udp.as_ref() {
+            return app.poll_timeout(self.duration);
+        }
         let stack = self.stack.poll_timeout().map(|i| self.clock.sim_time(i));
         let work = self.sender.as_ref().and_then(|s| {
             let stop = s.active.values().filter_map(|a| a.stop_at).min();

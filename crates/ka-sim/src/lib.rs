@@ -11,6 +11,10 @@
 //! * [`scenario`] / [`net`]: TOML scenarios — dumbbell, KA router in front
 //!   of a legacy bottleneck (paper Fig. 6), parking lot, any line of hops,
 //!   per-flow RTTs — and the network built from them.
+//! * [`dcc`]: the DCC topology — two middleboxes (router ports shaped at
+//!   an aggregate's rate, a fixed SLA or MulTCP) and LCCP in the local
+//!   segments (DESIGN §8.7); [`udp`]: hosts running
+//!   `ka_endpoint::udp`'s LCCP-controlled or plain CBR sources.
 //! * [`rng`]: per-sender ChaCha8 streams, exponential and bounded Pareto.
 //! * [`sim`] / [`metrics`] / [`output`] / [`plot`]: the run loop, the
 //!   time-binned series, `flows.csv`, `series.csv`, `summary.json`, SVGs.
@@ -23,6 +27,7 @@
 
 pub mod addr;
 pub mod claims;
+pub mod dcc;
 pub mod engine;
 pub mod host;
 pub mod metrics;
@@ -37,6 +42,7 @@ pub mod router;
 pub mod scenario;
 pub mod sim;
 pub mod sweep;
+pub mod udp;
 pub mod world;
 
 #[cfg(test)]

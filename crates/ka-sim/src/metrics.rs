@@ -38,6 +38,10 @@ pub enum Metric {
     /// Packets a forward hop port's queue discipline marked CE in the bin
     /// (`port:<name>`).
     Marks,
+    /// The capacity C of a port whose capacity moves (a DCC middlebox's
+    /// aggregate port, [`crate::dcc`]) at the end of the bin, bit/s
+    /// (`port:<name>`; forward hop ports only).
+    CapacityBps,
 }
 
 impl Metric {
@@ -52,6 +56,7 @@ impl Metric {
             Metric::WireBps => "wire_bps",
             Metric::SojournMs => "sojourn_ms",
             Metric::Marks => "marks",
+            Metric::CapacityBps => "capacity_bps",
         }
     }
 }

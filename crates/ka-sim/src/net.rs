@@ -5,14 +5,14 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use ka_router::{PortConfig, QueueMeasure, Signalling};
+use ka_router::{PortConfig, QueueMeasure, RcpUpdate, Signalling};
 
 use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
 use crate::router::{NO_ROUTE, RouterNode};
 use crate::scenario::{
-    FlowKind, Hop, PortKind, QueueMeasureKnob, RouterKnobs, Scenario, ScenarioError, TcpKnobs,
-    Workload,
+    FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs, Scenario, ScenarioError,
+    TcpKnobs, Workload,
 };
 use crate::world::{PathInfo, World};
 
@@ -73,6 +73,8 @@ pub struct SenderSpec {
     pub group_size: usize,
     /// TCP initial window, segments (None = the endpoint's default).
     pub initial_window: Option<usize>,
+    /// Application rate of a UDP source, bit/s (UDP kinds only).
+    pub cbr_bps: Option<u64>,
 }
 
 /// The role of a host.
@@ -110,6 +112,9 @@ pub struct HostSpec {
     pub clock: Clock,
     /// TCP knobs of the scenario (applied to senders and receivers).
     pub tcp: TcpKnobs,
+    /// The KA rate scale of the run's endpoints (the paper's, except where
+    /// a topology picks its own: [`crate::dcc`]).
+    pub ka_scale: ka_codec::scale::Scale,
 }
 
 /// A hop as built.
@@ -203,6 +208,12 @@ pub fn port_config(
     if let Some(v) = knobs.dither {
         c.dither = v;
     }
+    if let Some(v) = knobs.rcp_update {
+        c.rcp.update = match v {
+            RcpUpdateKnob::Exponential => RcpUpdate::Exponential,
+            RcpUpdateKnob::Linear => RcpUpdate::Linear,
+        };
+    }
     c
 }
 
@@ -283,6 +294,10 @@ where
         );
         rev_cfg.qdisc = h.reverse_queue.config();
         rev_cfg.seed = qdisc_seed(scenario.seed, i, 1);
+        if let crate::scenario::Topology::Dcc(d) = &scenario.topology {
+            d.adjust_port(scenario, i, 0, &mut fwd_cfg);
+            d.adjust_port(scenario, i, 1, &mut rev_cfg);
+        }
         let (a, z) = (routers[i], routers[i + 1]);
         let f = b.port_link(a, z, &h.name, fwd_cfg);
         let r = b.port_link(z, a, &format!("{}-rev", h.name), rev_cfg);
@@ -296,6 +311,7 @@ where
     }
 
     let duration = secs(scenario.duration_s);
+    let ka_scale = crate::dcc::ka_scale(scenario);
     let mut hosts = Vec::new();
     let mut stream = 0u64;
     for (gi, g) in scenario.groups.iter().enumerate() {
@@ -352,12 +368,14 @@ where
                     path,
                     group_size: g.count,
                     initial_window: g.initial_window,
+                    cbr_bps: g.cbr_mbps.map(mbps),
                 }),
                 packet_bytes: scenario.packet_bytes,
                 seed: scenario.seed,
                 duration,
                 clock,
                 tcp: scenario.tcp,
+                ka_scale,
             };
             stream += 1;
             let s_node = b.engine.add_node(SimNode::Host(make_host(&sender)?));
@@ -375,6 +393,7 @@ where
                 duration,
                 clock,
                 tcp: scenario.tcp,
+                ka_scale,
             };
             let d_node = b.engine.add_node(SimNode::Host(make_host(&receiver)?));
             b.host_links(s_node, routers[g.from], access_bps, access_delay + extra);
@@ -424,12 +443,14 @@ where
     for i in 0..n {
         b.engine.rearm_node(NodeId(i as u32));
     }
-    Ok(Network {
+    let mut net = Network {
         engine: b.engine,
         routers,
         hops: hop_infos,
         hosts,
-    })
+    };
+    crate::dcc::install(&mut net, scenario)?;
+    Ok(net)
 }
 
 impl<H: Node<Shared = World>> Network<H> {

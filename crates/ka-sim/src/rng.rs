@@ -59,6 +59,9 @@ pub enum DistError {
     /// A parameter is out of range.
     #[error("bad Pareto parameters: {0}")]
     Bad(&'static str),
+    /// An empirical CDF is malformed.
+    #[error("bad size CDF: {0}")]
+    Cdf(&'static str),
 }
 
 /// A ready-to-sample bounded Pareto.
@@ -149,6 +152,122 @@ impl BoundedPareto {
     pub fn sample_pkts<R: Rng>(&self, rng: &mut R) -> u64 {
         let x = self.sample_f64(rng).round();
         x.clamp(self.min.ceil().max(1.0), self.max.floor()) as u64
+    }
+}
+
+/// An empirical flow-size distribution: a CDF given as points
+/// `[size_pkts, cumulative probability]`, sampled by inverse transform with
+/// linear interpolation between the points (as the data-centre simulators
+/// that ship these CDFs do, e.g. HPCC's `traffic_gen`). The first point's
+/// probability may be above 0: that mass sits at its size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CdfSizes {
+    /// `[size_pkts, P(X <= size)]`, sizes ≥ 1 and non-decreasing,
+    /// probabilities non-decreasing from ≥ 0 to exactly 1; at most
+    /// [`MAX_CDF_POINTS`] points.
+    pub cdf: Vec<[f64; 2]>,
+}
+
+/// The most points a [`CdfSizes`] may have.
+pub const MAX_CDF_POINTS: usize = 1000;
+
+/// Flow sizes of an on-off or Poisson workload: a bounded Pareto
+/// (`{ min_pkts, max_pkts, shape, mean_pkts }`) or an empirical CDF
+/// (`{ cdf = [[size, p], …] }`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Sizes {
+    /// Bounded Pareto (the paper's).
+    Pareto(ParetoSizes),
+    /// Empirical CDF (e.g. a data-centre workload).
+    Cdf(CdfSizes),
+}
+
+/// A ready-to-sample size distribution.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SizeDist {
+    /// Bounded Pareto.
+    Pareto(BoundedPareto),
+    /// Empirical CDF: validated points.
+    Cdf(Vec<[f64; 2]>),
+}
+
+impl Sizes {
+    /// Checks the parameters and returns a sampler.
+    pub fn build(&self) -> Result<SizeDist, DistError> {
+        match self {
+            Sizes::Pareto(p) => p.build().map(SizeDist::Pareto),
+            Sizes::Cdf(c) => c.build().map(SizeDist::Cdf),
+        }
+    }
+}
+
+impl CdfSizes {
+    fn build(&self) -> Result<Vec<[f64; 2]>, DistError> {
+        let pts = &self.cdf;
+        if pts.is_empty() || pts.len() > MAX_CDF_POINTS {
+            return Err(DistError::Cdf("need 1 to 1000 points"));
+        }
+        let mut prev = [1.0, 0.0];
+        for &[x, p] in pts {
+            if !(x.is_finite() && p.is_finite()) {
+                return Err(DistError::Cdf("not finite"));
+            }
+            if x < prev[0] || p < prev[1] || p > 1.0 {
+                return Err(DistError::Cdf(
+                    "sizes must be >= 1 and probabilities in [0, 1], both non-decreasing",
+                ));
+            }
+            prev = [x, p];
+        }
+        if prev[1] != 1.0 {
+            return Err(DistError::Cdf("the last probability must be 1"));
+        }
+        Ok(pts.clone())
+    }
+}
+
+impl SizeDist {
+    /// The distribution's mean before rounding, packets.
+    pub fn mean(&self) -> f64 {
+        match self {
+            SizeDist::Pareto(p) => p.mean(),
+            SizeDist::Cdf(pts) => {
+                let Some(first) = pts.first() else {
+                    return 0.0;
+                };
+                let mut m = first[0] * first[1];
+                for w in pts.windows(2) {
+                    if let [a, b] = w {
+                        m += (b[1] - a[1]) * 0.5 * (a[0] + b[0]);
+                    }
+                }
+                m
+            }
+        }
+    }
+
+    /// A draw rounded to whole packets (at least 1).
+    pub fn sample_pkts<R: Rng>(&self, rng: &mut R) -> u64 {
+        match self {
+            SizeDist::Pareto(p) => p.sample_pkts(rng),
+            SizeDist::Cdf(pts) => {
+                let u = rng.random::<f64>();
+                // The first point whose probability reaches u; interpolate
+                // from the one before it.
+                let i = pts.partition_point(|p| p[1] < u);
+                let x = match (i.checked_sub(1).and_then(|j| pts.get(j)), pts.get(i)) {
+                    (Some(a), Some(b)) if b[1] > a[1] => {
+                        a[0] + (b[0] - a[0]) * (u - a[1]) / (b[1] - a[1])
+                    }
+                    (_, Some(b)) => b[0],
+                    (Some(a), None) => a[0],
+                    (None, None) => 1.0,
+                };
+                x.round().max(1.0) as u64
+            }
+        }
     }
 }
 
@@ -253,5 +372,108 @@ mod tests {
             (s - bounded_pareto_mean(min, max, sc, a)).abs() < 0.01,
             "{s}"
         );
+    }
+
+    /// The web-search CDF of `other-dc-light.toml` (in packets).
+    fn web() -> CdfSizes {
+        CdfSizes {
+            cdf: vec![
+                [1.0, 0.0],
+                [7.0, 0.15],
+                [14.0, 0.2],
+                [21.0, 0.3],
+                [35.0, 0.4],
+                [55.0, 0.53],
+                [138.0, 0.6],
+                [691.0, 0.7],
+                [1381.0, 0.8],
+                [3453.0, 0.9],
+                [6906.0, 0.97],
+                [20718.0, 1.0],
+            ],
+        }
+    }
+
+    #[test]
+    fn cdf_sizes_follow_the_cdf() {
+        let d = Sizes::Cdf(web()).build().unwrap();
+        let mut r = stream(5, 1);
+        let n = 200_000;
+        let mut draws: Vec<u64> = (0..n).map(|_| d.sample_pkts(&mut r)).collect();
+        draws.sort_unstable();
+        assert!(draws[0] >= 1 && draws[n - 1] <= 20718);
+        // The empirical CDF at the CDF's points, within sampling error (the
+        // standard error of a proportion is at most 0.0011 here).
+        // Draws are rounded: a draw is <= x if the real value is < x + 0.5.
+        let cdf = web().cdf;
+        let f = |y: f64| {
+            cdf.windows(2).find(|w| y < w[1][0]).map_or(1.0, |w| {
+                w[0][1] + (w[1][1] - w[0][1]) * (y - w[0][0]) / (w[1][0] - w[0][0])
+            })
+        };
+        for &[x, _] in &cdf {
+            let got = draws.partition_point(|&d| d as f64 <= x) as f64 / n as f64;
+            let want = f(x + 0.5);
+            assert!(
+                (got - want).abs() < 0.006,
+                "P(X <= {x}) = {got}, want {want}"
+            );
+        }
+        let mean = draws.iter().sum::<u64>() as f64 / n as f64;
+        assert!(
+            (mean - d.mean()).abs() < 0.03 * d.mean(),
+            "{mean} vs {}",
+            d.mean()
+        );
+        // A point mass at the first size.
+        let at = Sizes::Cdf(CdfSizes {
+            cdf: vec![[3.0, 0.5], [5.0, 1.0]],
+        })
+        .build()
+        .unwrap();
+        // P(3) = 0.5 (the mass) + P(3 < X < 3.5) = 0.625.
+        let small = (0..10_000).filter(|_| at.sample_pkts(&mut r) == 3).count();
+        assert!((5_950..6_550).contains(&small), "{small}");
+    }
+
+    #[test]
+    fn cdf_sizes_reject_nonsense() {
+        for bad in [
+            vec![],
+            vec![[5.0, 0.5]],
+            vec![[5.0, 0.5], [4.0, 1.0]],
+            vec![[5.0, 0.6], [6.0, 0.5], [7.0, 1.0]],
+            vec![[0.5, 0.0], [6.0, 1.0]],
+            vec![[1.0, 0.0], [f64::NAN, 1.0]],
+            vec![[1.0, 0.0], [6.0, 1.5]],
+        ] {
+            assert!(
+                Sizes::Cdf(CdfSizes { cdf: bad.clone() }).build().is_err(),
+                "{bad:?}"
+            );
+        }
+        let many = vec![[1.0, 1.0]; MAX_CDF_POINTS + 1];
+        assert!(Sizes::Cdf(CdfSizes { cdf: many }).build().is_err());
+    }
+
+    #[test]
+    fn sizes_parse_either_form() {
+        #[derive(Deserialize)]
+        struct W {
+            sizes: Sizes,
+        }
+        let p: W = toml::from_str(
+            "sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }",
+        )
+        .unwrap();
+        assert!(matches!(p.sizes, Sizes::Pareto(_)));
+        let c: W = toml::from_str("sizes = { cdf = [[1, 0.0], [10, 1.0]] }").unwrap();
+        assert_eq!(
+            c.sizes,
+            Sizes::Cdf(CdfSizes {
+                cdf: vec![[1.0, 0.0], [10.0, 1.0]]
+            })
+        );
+        assert!(toml::from_str::<W>("sizes = { cdf = [[1, 0.0]], shape = 2 }").is_err());
     }
 }

@@ -9,6 +9,7 @@
 use ka_router::{Mode, Port, PortConfig, PortSnapshot, PushOutcome};
 
 use crate::addr;
+use crate::dcc::{MiddleboxHook, SegmentTap};
 use crate::engine::{Clock, Ctx, SimTime};
 
 /// One egress interface of a router.
@@ -30,6 +31,12 @@ pub struct PortSlot {
     /// Largest queue (packets) seen after a push since the last
     /// [`PortSlot::take_queue_max`].
     queue_max: usize,
+    /// A DCC middlebox's aggregate controller, which sets this port's
+    /// capacity ([`crate::dcc`]).
+    pub middlebox: Option<Box<MiddleboxHook>>,
+    /// A DCC tap reporting what this (middle-segment) port does to an
+    /// aggregate's packets ([`crate::dcc`]).
+    pub tap: Option<Box<SegmentTap>>,
 }
 
 impl PortSlot {
@@ -91,6 +98,8 @@ impl RouterNode {
             name: name.to_string(),
             port,
             queue_max: 0,
+            middlebox: None,
+            tap: None,
         })));
         self.port_ifaces.push(self.egress.len() - 1);
         self.egress.len() - 1
@@ -152,7 +161,17 @@ impl RouterNode {
         let now = ctx.instant();
         match self.egress.get_mut(iface) {
             Some(Egress::Port(slot)) => {
-                if let PushOutcome::Dropped(_) = slot.port.push(now, packet) {
+                let tapped = slot.tap.as_ref().and_then(|t| t.classify(&packet));
+                if tapped.is_some() {
+                    // The queue as the packet finds it.
+                    slot.port.handle_timeout(now);
+                }
+                let ahead = slot.port.queue_discipline().bytes();
+                let outcome = slot.port.push(now, packet);
+                if let (Some(tap), Some(bytes)) = (slot.tap.as_ref(), tapped) {
+                    tap.report(ctx.now(), bytes, ahead, outcome);
+                }
+                if let PushOutcome::Dropped(_) = outcome {
                     self.port_drops += 1;
                 }
                 let q = slot.port.queue_len();
@@ -176,6 +195,9 @@ impl RouterNode {
         let now = ctx.instant();
         for &iface in &self.port_ifaces {
             if let Some(Egress::Port(slot)) = self.egress.get_mut(iface) {
+                if let Some(hook) = slot.middlebox.as_mut() {
+                    hook.run(ctx.now(), self.clock, &mut slot.port);
+                }
                 slot.port.handle_timeout(now);
                 while let Some(p) = slot.port.poll_transmit(now) {
                     ctx.send(iface, p);
@@ -189,10 +211,13 @@ impl RouterNode {
         self.port_ifaces
             .iter()
             .filter_map(|&i| match self.egress.get(i) {
-                Some(Egress::Port(slot)) => slot.port.poll_timeout(),
+                Some(Egress::Port(slot)) => {
+                    let port = slot.port.poll_timeout().map(|t| self.clock.sim_time(t));
+                    let hook = slot.middlebox.as_ref().map(|h| h.next_wakeup());
+                    port.into_iter().chain(hook).min()
+                }
                 _ => None,
             })
             .min()
-            .map(|i| self.clock.sim_time(i))
     }
 }

@@ -8,7 +8,7 @@
 //! duration_s = 60.0
 //!
 //! [topology]
-//! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line
+//! kind = "dumbbell"          # dumbbell | ka-legacy | parking-lot | line | dcc
 //! capacity_mbps = 150.0
 //! rtt_ms = 100.0
 //! port = "ka"                # ka | rcp | droptail
@@ -16,11 +16,14 @@
 //! [[group]]
 //! name = "ka"
 //! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | pcc
+//!                            # | udp-lccp | udp-cbr (with cbr_mbps)
 //! count = 32
 //! [group.workload]
-//! type = "on-off"            # long-lived | on-off | poisson
+//! type = "on-off"            # long-lived | on-off | poisson | arrivals
 //! off_mean_s = 0.5
 //! sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
+//! # or an empirical CDF, [size_pkts, P(X <= size)] points:
+//! # sizes = { cdf = [[1, 0.0], [7, 0.15], [138, 0.6], [20718, 1.0]] }
 //! ```
 //!
 //! Every topology is a *line* of routers `R0 … Rm` with one hop (a pair of
@@ -31,7 +34,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::qspec::QueueSpec;
-use crate::rng::ParetoSizes;
+use crate::rng::Sizes;
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +127,9 @@ pub enum Topology {
     ParkingLot(ParkingLot),
     /// Any list of hops.
     Line(Line),
+    /// Two middleboxes and the congestion-control segments between them
+    /// (DESIGN §8.7; see [`crate::dcc`]).
+    Dcc(crate::dcc::DccTopology),
 }
 
 /// Parameters of [`Topology::Dumbbell`].
@@ -302,6 +308,20 @@ pub struct RouterKnobs {
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
+    /// How a control interval updates R: `"exponential"` (R·eˣ, the
+    /// default) or `"linear"` (R·(1 + x), DESIGN §4.3's formula; see
+    /// `ka_router::RcpUpdate`).
+    pub rcp_update: Option<RcpUpdateKnob>,
+}
+
+/// `rcp_update` values of [`RouterKnobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RcpUpdateKnob {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
 }
 
 /// `queue_measure` values of [`RouterKnobs`].
@@ -330,6 +350,8 @@ pub struct TcpKnobs {
     pub delayed_ack_ms: Option<f64>,
     /// Minimum RTO, ms.
     pub min_rto_ms: Option<f64>,
+    /// RTO before the first RTT sample (the SYN's), ms (RFC 6298: 1 s).
+    pub initial_rto_ms: Option<f64>,
     /// Offer SACK.
     pub sack: Option<bool>,
     /// NewReno byte counting (RFC 3465/5681); false = per-ACK counting.
@@ -363,6 +385,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.min_rto_ms {
             t.min_rto = ms(v);
+        }
+        if let Some(v) = self.initial_rto_ms {
+            t.initial_rto = ms(v);
         }
         if let Some(v) = self.sack {
             t.sack = v;
@@ -412,6 +437,14 @@ pub enum FlowKind {
     /// (the paper's testbed baseline, §IV-A).
     #[serde(rename = "pcc")]
     Pcc,
+    /// A constant-bit-rate UDP source whose rate LCCP controls
+    /// (`ka_endpoint::udp`; the group's `cbr_mbps` is its application
+    /// rate).
+    #[serde(rename = "udp-lccp")]
+    UdpLccp,
+    /// A plain constant-bit-rate UDP source (DF set, ignores feedback).
+    #[serde(rename = "udp-cbr")]
+    UdpCbr,
 }
 
 impl FlowKind {
@@ -425,7 +458,14 @@ impl FlowKind {
             FlowKind::Xcp => "xcp",
             FlowKind::XcpRate => "xcp-rate",
             FlowKind::Pcc => "pcc",
+            FlowKind::UdpLccp => "udp-lccp",
+            FlowKind::UdpCbr => "udp-cbr",
         }
+    }
+
+    /// Whether the kind is a UDP source (not a TCP connection).
+    pub fn is_udp(self) -> bool {
+        matches!(self, FlowKind::UdpLccp | FlowKind::UdpCbr)
     }
 }
 
@@ -458,6 +498,10 @@ pub struct Group {
     pub initial_window: Option<usize>,
     /// What each sender does.
     pub workload: Workload,
+    /// Application rate of UDP kinds, Mbit/s (IP bytes); required for them,
+    /// rejected for the others.
+    #[serde(default)]
+    pub cbr_mbps: Option<f64>,
     /// Track the flows of the first `track` hosts in `series.csv`
     /// (throughput and endpoint mode). Default 0.
     #[serde(default)]
@@ -515,12 +559,28 @@ pub enum Workload {
         repeat: u32,
     },
     /// Paper §III-B: start off; wait Exp(off_mean); send a flow of a bounded
-    /// Pareto size to completion; repeat.
+    /// Pareto (or empirical-CDF) size to completion; repeat.
     OnOff {
         /// Mean off time, s.
         off_mean_s: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
+    },
+    /// `flows` flows of `size_bytes` each whose starts are one Poisson
+    /// process of the whole group (exponential gaps of mean `gap_mean_s`,
+    /// the first gap after `start_s`); flow i is sent by host i mod count
+    /// (the DCC seed's workload: 100 flows of 100 KB, mean gap 1 s).
+    Arrivals {
+        /// Number of flows.
+        flows: u32,
+        /// Mean gap between starts, s.
+        gap_mean_s: f64,
+        /// Size of every flow, bytes of application data.
+        size_bytes: u64,
+        /// Start of the process, s. Default 0.
+        #[serde(default)]
+        start_s: f64,
     },
     /// Flows arrive as a Poisson process so that the group offers `load`
     /// (fraction of the path's bottleneck) in total; each host runs a
@@ -528,8 +588,9 @@ pub enum Workload {
     Poisson {
         /// Offered load, 0 < load < 1.
         load: f64,
-        /// Flow sizes, packets.
-        sizes: ParetoSizes,
+        /// Flow sizes, packets: a bounded Pareto or an empirical CDF
+        /// ([`Sizes`]).
+        sizes: Sizes,
     },
 }
 
@@ -595,6 +656,11 @@ impl Scenario {
         if !(nonneg(t.delayed_ack_ms) && nonneg(t.min_rto_ms)) {
             return bad("tcp: delayed_ack_ms and min_rto_ms must be >= 0".into());
         }
+        if t.initial_rto_ms
+            .is_some_and(|v| !(v.is_finite() && v > 0.0))
+        {
+            return bad("tcp: initial_rto_ms must be > 0".into());
+        }
         let hops = self.topology.hops();
         if hops.is_empty() {
             return bad("topology has no hops".into());
@@ -613,6 +679,9 @@ impl Scenario {
                 q.validate(&format!("hop {}", h.name))
                     .map_err(ScenarioError::Invalid)?;
             }
+        }
+        if let Topology::Dcc(d) = &self.topology {
+            d.validate(&self.groups)?;
         }
         let acc = self.topology.access();
         if !(acc.rate_mbps.is_finite() && acc.rate_mbps > 0.0 && acc.delay_ms >= 0.0) {
@@ -635,7 +704,12 @@ impl Scenario {
             {
                 return bad(format!("group {}: bad rtt range", g.name));
             }
+            crate::udp::check_group(g).map_err(ScenarioError::Invalid)?;
             let sizes = match &g.workload {
+                Workload::Arrivals { .. } => {
+                    crate::dcc::check_arrivals(g).map_err(ScenarioError::Invalid)?;
+                    None
+                }
                 Workload::OnOff { off_mean_s, sizes } => {
                     if !(off_mean_s.is_finite() && *off_mean_s >= 0.0) {
                         return bad(format!("group {}: off_mean_s must be >= 0", g.name));
@@ -743,6 +817,7 @@ impl Topology {
                     .collect()
             }
             Topology::Line(l) => l.hops.clone(),
+            Topology::Dcc(d) => d.hops(),
         }
     }
 
@@ -753,6 +828,7 @@ impl Topology {
             Topology::KaLegacy(k) => k.access,
             Topology::ParkingLot(p) => p.access,
             Topology::Line(l) => l.access,
+            Topology::Dcc(d) => d.access(),
         }
     }
 }
@@ -874,6 +950,22 @@ sizes = { min_pkts = 1, max_pkts = 2000, shape = 1.8, mean_pkts = 100 }
         }
         assert_eq!(TcpConfig::default().ecn, EcnMode::Accept);
         assert!(Scenario::from_toml(&with("1")).is_err());
+    }
+
+    /// `[tcp] initial_rto_ms` and `min_rto_ms` reach the endpoint's
+    /// config; a zero initial RTO is refused.
+    #[test]
+    fn tcp_rto_knobs() {
+        use ka_endpoint::TcpConfig;
+        use std::time::Duration;
+        let with = |v: &str| FIG3.replace("[topology]", &format!("[tcp]\n{v}\n\n[topology]"));
+        let s = Scenario::from_toml(&with("initial_rto_ms = 10.0\nmin_rto_ms = 5.0")).unwrap();
+        let mut t = TcpConfig::default();
+        s.tcp.apply(&mut t);
+        assert_eq!(t.initial_rto, Duration::from_millis(10));
+        assert_eq!(t.min_rto, Duration::from_millis(5));
+        assert_ne!(TcpConfig::default().initial_rto, t.initial_rto);
+        assert!(Scenario::from_toml(&with("initial_rto_ms = 0.0")).is_err());
     }
 
     #[test]

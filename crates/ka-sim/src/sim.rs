@@ -167,10 +167,13 @@ where
         bins += 1;
         for i in 0..net.hops.len() {
             let (node, iface) = net.hops[i].fwd;
-            let (capacity_bps, port_kind) = (net.hops[i].capacity_bps, net.hops[i].port);
+            let port_kind = net.hops[i].port;
             let Some(slot) = net.router_mut(node).and_then(|r| r.port_mut(iface)) else {
                 continue;
             };
+            // A middlebox's capacity moves: utilisation is of the current C.
+            let capacity_bps = slot.port.config().capacity_bps;
+            let moving = slot.middlebox.is_some();
             slot.port.handle_timeout(clock.instant(next));
             let q = slot.take_queue_max();
             let snap = slot.snapshot();
@@ -184,6 +187,9 @@ where
             last_out[i] = out;
             let (link_e, port_e) = hop_ent[i];
             series.push(next, Metric::Utilization, link_e, util);
+            if moving {
+                series.push(next, Metric::CapacityBps, port_e, capacity_bps as f64);
+            }
             series.push(next, Metric::QueuePkts, port_e, q as f64);
             if port_kind == PortKind::Ka {
                 let ka = snap.mode == ka_router::Mode::Ka;

@@ -192,6 +192,8 @@ pub(super) struct KaState {
     pub rate: Option<f64>,
     pub last_fresh: Option<Instant>,
     pub next_indicator: Option<Instant>,
+    /// The last new-data segment sent was an RTT indicator.
+    pub last_was_indicator: bool,
     pub mode_since: Instant,
     pub ka_time: Duration,
     pub mode_changes: u64,
@@ -243,6 +245,7 @@ impl KaState {
             rate: None,
             last_fresh: None,
             next_indicator: None,
+            last_was_indicator: false,
             mode_since: now,
             ka_time: Duration::ZERO,
             mode_changes: 0,
@@ -663,6 +666,7 @@ impl Connection {
     /// A data segment went out (`indicator`: an RTT indicator, which no
     /// router stamps).
     pub(super) fn ka_on_data_sent(&mut self, now: Instant, indicator: bool) {
+        self.ka.last_was_indicator = indicator;
         if self.ka.mode == Mode::Ka && !indicator && self.ka.first_send_in_ka.is_none() {
             self.ka.first_send_in_ka = Some(now);
         }
@@ -689,8 +693,18 @@ impl Connection {
 
     /// Whether the next new-data segment should be an RTT indicator, and if
     /// so its IP total length.
+    ///
+    /// Never two in a row: an indicator (DF) carries no signal, and it may
+    /// go out between pacing slots (charged to the pacer), so at a rate R
+    /// below the indicators' own (one ~600-byte packet per 100 ms, 48
+    /// kbit/s) back-to-back indicators would keep the pacer in debt for
+    /// good: no segment that a router can stamp would leave, R would never
+    /// be updated, and — since the silence clock starts at the first such
+    /// segment — KA mode would never end either. So at such rates (KA mode,
+    /// R under twice the indicators' rate) the next new-data segment after
+    /// an indicator is an ordinary one.
     pub(super) fn indicator_due(&self, now: Instant) -> Option<usize> {
-        if !self.indicators_on() {
+        if !self.indicators_on() || (self.ka.last_was_indicator && self.below_indicator_rate()) {
             return None;
         }
         if self.ka.next_indicator.is_some_and(|t| now < t) {
@@ -698,6 +712,20 @@ impl Connection {
         }
         let srtt = self.rtt.srtt_or_initial();
         Some(ka_codec::rtt::indicator_len(srtt))
+    }
+
+    /// Whether the sender paces in KA mode at a rate R below twice the
+    /// indicators' own (the largest indicator, 611 bytes, per
+    /// `indicator_interval`): only there can back-to-back indicators starve
+    /// the stampable segments (see [`Connection::indicator_due`]). Above it
+    /// indicators keep their rhythm unchanged (in TCP mode too), so the
+    /// paper's scenarios, whose flows run far above 48 kbit/s, are not
+    /// affected (fig5's TCP epochs did change when the rule applied to
+    /// every rate).
+    fn below_indicator_rate(&self) -> bool {
+        let interval_ms = self.cfg.ka.indicator_interval.as_secs_f64() * 1e3;
+        let indicator_rate = 611.0 / interval_ms.max(1e-3);
+        self.ka.mode == Mode::Ka && self.ka.rate.is_some_and(|r| r < 2.0 * indicator_rate)
     }
 
     /// A wake-up for the next indicator while there is unsent data (only

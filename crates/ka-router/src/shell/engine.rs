@@ -582,10 +582,18 @@ mod tests {
         let mut gaps: Vec<Duration> = ts.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
         gaps.sort();
         let median = gaps[gaps.len() / 2];
-        assert!(
-            median > Duration::from_micros(1800) && median < Duration::from_micros(2300),
-            "{median:?}"
-        );
+        // A thread kept off the CPU releases what fell due in one burst
+        // (by design: the core's timeline is ideal), so on an oversubscribed
+        // host (other builds, parallel tests) the spacing says more about the
+        // host than about the loop; "never early" is asserted above either way.
+        if crate::shell::host::oversubscribed() {
+            eprintln!("host oversubscribed: median release gap {median:?} not asserted");
+        } else {
+            assert!(
+                median > Duration::from_micros(1800) && median < Duration::from_micros(2300),
+                "{median:?}"
+            );
+        }
     }
 
     /// A forwarder that records the stamp of every push and asks to be

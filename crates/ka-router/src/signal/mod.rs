@@ -73,6 +73,13 @@ pub trait Signaller: Send {
         counters: &mut Counters,
     ) -> Pieces;
 
+    /// The port's capacity C changed to `capacity` B/ms at `t`
+    /// ([`Port::set_capacity`](crate::Port::set_capacity)). The default
+    /// ignores it (a stage that does not use C).
+    fn set_capacity(&mut self, t: Nanos, capacity: f64) {
+        let _ = (t, capacity);
+    }
+
     /// The rate the stage advertises, B/ms (for an explicit-rate stage R;
     /// for others the best equivalent, e.g. the fair share the stage hands
     /// out; 0 if none).

@@ -42,6 +42,9 @@ pub struct RateSignal {
     table: Option<RateTable>,
     /// d in milliseconds.
     rtt_ms: f64,
+    /// Whether an RTT sample has arrived yet (the first one replaces the
+    /// configured initial d instead of moving it by the EWMA gain).
+    rtt_sampled: bool,
     mode: ModeDetector,
     last_tick: u64,
     next_tick: u64,
@@ -90,6 +93,7 @@ impl RateSignal {
             controller,
             table,
             rtt_ms,
+            rtt_sampled: false,
             mode: ModeDetector::new(&config.mode, config.queue_limit),
             last_tick: 0,
             next_tick: 0,
@@ -207,6 +211,28 @@ impl RateSignal {
         self.next_tick = self.last_tick.saturating_add(step);
     }
 
+    /// An RTT sample of `ms` milliseconds arrived at `t` (an indicator, or
+    /// a native-RCP option): the first one sets d, later ones move it by
+    /// the EWMA gain. If d shrank so far that the control interval now in
+    /// progress is longer than T = min(d, max_interval), the interval ends
+    /// at `last_tick + T` (or now, if that has passed) instead of waiting
+    /// out the interval the old d chose. See the crate docs ("Small RTTs").
+    fn rtt_sample(&mut self, t: u64, ms: f64) {
+        if self.rtt_sampled {
+            self.rtt_ms += self.config.rcp.rtt_gain * (ms - self.rtt_ms);
+        } else {
+            self.rtt_ms = ms;
+            self.rtt_sampled = true;
+        }
+        let due = self
+            .last_tick
+            .saturating_add(self.control_interval_ns())
+            .max(t);
+        if due < self.next_tick {
+            self.next_tick = due;
+        }
+    }
+
     /// The mode detector sees the queue length now; on entering TCP mode R
     /// is frozen at the value it had while the queue was last short.
     fn mode_on_queue(&mut self, t: u64, len: usize) {
@@ -297,7 +323,7 @@ impl RateSignal {
 }
 
 impl Signaller for RateSignal {
-    fn on_arrival(&mut self, _t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters) {
+    fn on_arrival(&mut self, t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters) {
         let indicator = match kind {
             PacketKind::Ipv4 { indicator } | PacketKind::Ipv6 { indicator } => indicator,
             PacketKind::NonIp => None,
@@ -317,12 +343,12 @@ impl Signaller for RateSignal {
         if let Some(k) = indicator {
             counters.indicators_seen += 1;
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
-            self.rtt_ms += self.config.rcp.rtt_gain * (sample - self.rtt_ms);
+            self.rtt_sample(t, sample);
         } else if self.carrier == Signalling::NativeRcp
             && let Some(ms) = native::rcp_rtt_ms(packet)
         {
             // Native RCP carries the sender's RTT in every packet's option.
-            self.rtt_ms += self.config.rcp.rtt_gain * (f64::from(ms) - self.rtt_ms);
+            self.rtt_sample(t, f64::from(ms));
         }
         // y counts every packet offered to the queue, drops included.
         self.arrived += packet.len() as u64;
@@ -363,6 +389,29 @@ impl Signaller for RateSignal {
             self.mode_on_queue(t, q.packets);
         }
         self.egress(packet, counters)
+    }
+
+    /// C, the ceiling and the queue target follow the new capacity; R
+    /// (and the R remembered for TCP mode) are scaled by new/old C, so the
+    /// share each flow is told changes with the capacity at once. The
+    /// controller clamps R to its bounds at the next interval.
+    fn set_capacity(&mut self, _t: Nanos, capacity: f64) {
+        if !(capacity.is_finite() && capacity > 0.0) {
+            return;
+        }
+        let old = self.capacity;
+        self.capacity = capacity;
+        self.max_rate = match (&self.table, self.carrier) {
+            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            _ => capacity,
+        };
+        self.queue_target_bytes =
+            (self.config.rcp.queue_target.as_secs_f64() * 1e3 * capacity) as usize;
+        if old > 0.0 {
+            let f = capacity / old;
+            self.controller.restore(self.controller.rate() * f);
+            self.calm_rate *= f;
+        }
     }
 
     fn rate(&self) -> f64 {

@@ -45,11 +45,8 @@ pub struct RcpOpt {
 }
 
 /// An XCP IPv4 option (type 94, DESIGN §8.4: `94, 14, H_cwnd u32, H_rtt
-/// u32 µs, H_feedback i32, NOP, NOP`).
-///
-/// Parsed here from the layout DESIGN §8.4 fixes, so `ka-trace` does not
-/// depend on ka-codec's XCP codec; when that codec lands, this is the one
-/// place to switch to it.
+/// u32 µs, H_feedback i32, NOP, NOP`), as `ka_codec::xcp_option` parses
+/// it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct XcpOpt {
     /// H_cwnd, bytes.
@@ -305,7 +302,8 @@ fn tcp_options(opts: &[u8], t: &mut TcpInfo) {
 
 /// Walks IPv4 options for native RCP (30) and XCP (94).
 fn ip_options(opts: &[u8]) -> (Option<RcpOpt>, Option<XcpOpt>) {
-    let (mut rcp, mut xcp) = (None, None);
+    let mut rcp = None;
+    let mut xcp = None;
     let mut i = 0;
     while let Some(&kind) = opts.get(i) {
         match kind {
@@ -325,28 +323,25 @@ fn ip_options(opts: &[u8]) -> (Option<RcpOpt>, Option<XcpOpt>) {
                 .and_then(|s| s.try_into().ok())
                 .map(u32::from_be_bytes)
         };
-        match (kind, len) {
-            (30, 8) => {
-                rcp = be32(2).map(|r| RcpOpt {
-                    rate_bytes_per_sec: r,
-                    rtt_ms: o
-                        .get(6..8)
-                        .and_then(|b| b.try_into().ok())
-                        .map_or(0, u16::from_be_bytes),
-                });
-            }
-            (94, 14) => {
-                if let (Some(c), Some(r), Some(f)) = (be32(2), be32(6), be32(10)) {
-                    xcp = Some(XcpOpt {
-                        cwnd: c,
-                        rtt_us: r,
-                        feedback: f as i32,
-                    });
-                }
-            }
-            _ => {}
+        if (kind, len) == (30, 8) {
+            rcp = be32(2).map(|r| RcpOpt {
+                rate_bytes_per_sec: r,
+                rtt_ms: o
+                    .get(6..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u16::from_be_bytes),
+            });
         }
         i += len;
+    }
+    // The one XCP codec (the endpoint's and the router's); a malformed
+    // options area just has no XCP option here.
+    if let Ok(Some((_, o))) = ka_codec::xcp_option::find_in(opts) {
+        xcp = Some(XcpOpt {
+            cwnd: o.cwnd_bytes,
+            rtt_us: o.rtt_us,
+            feedback: o.feedback_bytes,
+        });
     }
     (rcp, xcp)
 }

@@ -14,16 +14,23 @@
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | testbed-light, testbed-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
+//! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
+//! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
+//! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
 
 mod aqm;
+pub mod dcc;
 mod figures;
+mod other;
 pub mod testbed;
 
 pub use aqm::Aqm;
+pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
+pub use other::{Other, max_min_rates};
 pub use testbed::TestbedLoad;
 
 use std::path::Path;
@@ -81,6 +88,11 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Aqm::Heavy,
         &TestbedLoad::Light,
         &TestbedLoad::Heavy,
+        &Dcc::Fig2,
+        &Dcc::Udp,
+        &Other::Rtt,
+        &Other::FiveBn,
+        &Other::Dc,
     ]
 }
 

@@ -10,7 +10,7 @@ use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
-use ka_router::{PortConfig, QueueMeasure, Signalling};
+use ka_router::{PortConfig, QueueMeasure, RcpUpdate, Signalling};
 
 const UNITS: &str = "\
 UNITS:
@@ -97,6 +97,17 @@ pub struct Args {
     )]
     pub queue_measure: QueueMeasureArg,
 
+    /// How a control interval updates R: exponential = R·eˣ (the exact solution of RCP's fluid
+    /// model over the interval; never collapses at small RTTs), linear = R·(1 + x) (DESIGN §4.3
+    /// and the ns-2 code; the same to first order), x = (T/d)(α(C − y) − βq/d)/C.
+    #[arg(
+        long,
+        value_name = "exponential|linear",
+        value_enum,
+        default_value = "exponential"
+    )]
+    pub rcp_update: RcpUpdateArg,
+
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
     /// 0 = DESIGN §4.3's formula.
@@ -182,6 +193,15 @@ pub enum QueueMeasureArg {
     Now,
 }
 
+/// `--rcp-update` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RcpUpdateArg {
+    /// R·eˣ.
+    Exponential,
+    /// R·(1 + x).
+    Linear,
+}
+
 /// `--signalling` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignallingArg {
@@ -227,6 +247,10 @@ impl Args {
                 QueueMeasureArg::Now => QueueMeasure::Now,
             };
             c.rcp.queue_target = self.queue_target;
+            c.rcp.update = match self.rcp_update {
+                RcpUpdateArg::Exponential => RcpUpdate::Exponential,
+                RcpUpdateArg::Linear => RcpUpdate::Linear,
+            };
             c.dither = self.dither == OnOff::On;
             // A bridge is invisible at layer 3: no TTL / hop-limit decrement
             // (IPv6 neighbour discovery also needs hop limit 255 to survive).
@@ -374,6 +398,8 @@ mod tests {
             "0",
             "--dither",
             "off",
+            "--rcp-update",
+            "linear",
         ])
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -389,6 +415,7 @@ mod tests {
         assert_eq!(r.rcp.queue_measure, QueueMeasure::Now);
         assert_eq!(r.rcp.queue_target, Duration::ZERO);
         assert!(!r.dither);
+        assert_eq!(r.rcp.update, RcpUpdate::Linear);
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 

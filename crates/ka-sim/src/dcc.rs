@@ -1,0 +1,695 @@
+//! The DCC topology: congestion-control segments between two middleboxes
+//! (DESIGN §8.7; seed `dcc-middleboxes.txt`, Neumann et al.).
+//!
+//! ```text
+//!  site A hosts ─ MA ══ aggregate port A→B (capacity = aggregate rate, LCCP) ══▶ R1
+//!                                                                               │ middle segment
+//!  site B hosts ─ MB ◀════ aggregate port B→A ══ R2 ◀── middle (rate, delay, queue) ─┘
+//! ```
+//!
+//! ```toml
+//! [topology]
+//! kind = "dcc"
+//! local_mbps = 100.0          # every host's link (site hosts and cross hosts)
+//! local_delay_ms = 1.0        # one way, each host link
+//! middle_mbps = 1.0           # the inter-site link
+//! middle_delay_ms = 48.0      # one way
+//! middle_queue_pkts = 50
+//! middlebox_queue_pkts = 100  # the aggregate ports' queues
+//! local = "lccp"              # lccp | tcp | xcp: the local segments
+//! lccp = "ka"                 # ka | rcp: LCCP's carrier
+//! lccp_scale = "dcc"          # dcc | paper: the KA rate scale of the sites
+//! aggregate = { kind = "sla", rate_mbps = 1.0 }   # or multcp, or none
+//! ```
+//!
+//! The network is a line of four routers: **R0 = MA** (site A's hosts),
+//! **R1** and **R2** (the ends of the middle segment, where cross traffic
+//! enters and leaves) and **R3 = MB** (site B's hosts), with hops `ma`
+//! (R0→R1), `middle` (R1→R2) and `mb` (R2→R3). Groups default to `from =
+//! 0, to = 3` (site A → site B); cross traffic through the middle segment
+//! is `from = 1, to = 2`.
+//!
+//! ## Middleboxes
+//!
+//! A middlebox is the real router port at the entry of the middle segment
+//! — MA's `ma` port for A→B, MB's `mb-rev` port for B→A — whose capacity
+//! is the aggregate's current rate, plus an aggregate controller
+//! (`ka_router::aggregate`) that sets it:
+//!
+//! * `aggregate = { kind = "sla", rate_mbps = R }`: a fixed SLA rate (the
+//!   seed's data-centre case; `rate_mbps` defaults to `middle_mbps`).
+//! * `aggregate = { kind = "multcp", weight = N, initial_mbps, max_mbps }`:
+//!   MulTCP, an aggregate that takes the share of N TCP flows (see
+//!   `ka_router::aggregate` for the rule and why).
+//! * `aggregate = { kind = "none" }`: no middleboxes — `ma`/`mb-rev` are
+//!   plain drop-tail ports at `local_mbps`, so the path is plain end to
+//!   end (the seed's baseline; needs `local = "tcp"`).
+//!
+//! `reverse_aggregate` sets MB's aggregate separately (default: the same
+//! as `aggregate`). The reverse direction carries the ACKs of A→B flows
+//! and the UDP feedback reports; sender groups run A→B.
+//!
+//! **How MulTCP learns about the middle segment.** A real aggregate needs
+//! feedback from the far middlebox (PA-MulTCP sends probes and gets ACKs
+//! back). The simulator does not build those packets: a *tap* on the
+//! middle port reports, for every packet of the aggregate (source host
+//! attached at the middlebox's router), whether the port queued or dropped
+//! it and the queueing delay ahead of it, and the report reaches the
+//! middlebox's controller `queueing delay + 2·middle_delay` later — when
+//! the far middlebox would have seen the packet (or the gap it left in a
+//! sequence number space) and its report would be back. The controller
+//! runs every millisecond ([`MIDDLEBOX_TICK`]). A queued packet counts as
+//! delivered (true for drop-tail and RED, which drop only on arrival). Use
+//! RED in the middle segment (`middle_queue = { kind = "red", … }`) when
+//! MulTCP competes with TCP cross traffic: on drop-tail the paced
+//! aggregate dodges the drops bursty TCP takes and gets far more than N
+//! flows' share (see `ka_router::aggregate`, "Tolerance").
+//!
+//! ## Local segments (LCCP)
+//!
+//! * `local = "lccp"`: the aggregate port runs RCP at C = the aggregate's
+//!   rate and tells every local host its per-flow share through the KA
+//!   signal (`lccp = "ka"`, hosts of kind `ka`) or the native-RCP option
+//!   (`lccp = "rcp"`, hosts of kind `rcp`), as DESIGN §8.7 fixes the
+//!   carrier. **Deviation from the seed:** its LCCP feedback goes from the
+//!   middlebox straight to the host; ours rides the data to the receiver
+//!   and comes back in its ACKs (KA's path), so it takes one end-to-end
+//!   RTT instead of a local one.
+//! * `local = "tcp"`: the aggregate port is a drop-tail shaper at the
+//!   aggregate's rate (segments, no LCCP); with `aggregate = "none"`, plain
+//!   end-to-end TCP.
+//! * `local = "xcp"`: the aggregate port is an XCP router port at the
+//!   aggregate's rate (hosts of kind `xcp`/`xcp-rate`), the seed's first
+//!   experiment. It needs ka-sim's port kind `xcp`; in a build without it
+//!   the scenario is rejected and `ka-sim paper dcc-fig2` reports the
+//!   variant as pending ([`xcp_port_kind`]).
+//!
+//! **The LCCP rate scale.** KA's paper scale cannot signal less than 120
+//! kbit/s; on the seed's 1 Mbit/s middle segment that is the share of 8
+//! flows, and the seed's load has more at times (then the port would stop
+//! signalling and hosts fall back to TCP). The local segment is under the
+//! operator's control, so a deployment may pick its own scale (DESIGN
+//! §3.1): `lccp_scale = "dcc"` (the default) is the paper scale shifted
+//! down 16× (b = 12.4392/16: 7.5 kbit/s … 654 Mbit/s, the same 6.45 %
+//! steps), used by the aggregate ports and every endpoint of the run;
+//! `"paper"` keeps [`Scale::PAPER`]. RCP's floor R_min on the aggregate
+//! ports is half the scale's smallest rate, as on any KA port.
+//!
+//! **LCCP's RCP.** RCP's defaults (DESIGN §4.3: α = 0.1, β = 1, R₀ =
+//! 0.05·C, the queue at the end of the interval) suit the paper's 150
+//! Mbit/s. On a 1 Mbit/s aggregate one new host's initial window (10
+//! packets) is 120 ms of queue, and β·q/d then drives R down by an order of
+//! magnitude at every arrival: in `dcc-fig2` (seed 1) the middlebox
+//! dropped 186 packets, hosts spent 95 % of their time back in TCP mode
+//! and the mean FCT was 6.1 s. So the aggregate ports take, unless the
+//! scenario's `[router]` table sets them: α = 0.4 and β = 0.226 (the gains
+//! the XCP-vs-RCP seed uses for RCP, its Fig. 7: faster to hand a new
+//! flow its share), R₀ = C (LCCP "presets" the rate: the first host gets
+//! the whole aggregate), the persistent queue (smallest over the last RTT,
+//! so a burst that drains is not held against R) and a queue target of
+//! [`LCCP_BURST_PKTS`] full packets at the aggregate's initial rate (one
+//! initial window is free). With them: no drops, 88 % of the time in KA
+//! mode, mean FCT 4.2 s.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ka_codec::scale::Scale;
+use ka_router::aggregate::{
+    AggregateController, FeedbackQueue, MulTcp, MulTcpConfig, SegmentFeedback,
+};
+use ka_router::{Port, PortConfig, PushOutcome};
+use serde::de::IntoDeserializer;
+use serde::{Deserialize, Serialize};
+
+use crate::addr;
+use crate::engine::{Clock, Node, SimTime, secs};
+use crate::net::Network;
+use crate::qspec::QueueSpec;
+use crate::scenario::{Access, Group, Hop, PortKind, Scenario, ScenarioError};
+use crate::world::World;
+
+/// Router index of MA (site A).
+pub const SITE_A: usize = 0;
+/// Router index of the middle segment's entry (A→B).
+pub const MIDDLE_IN: usize = 1;
+/// Router index of the middle segment's exit (A→B).
+pub const MIDDLE_OUT: usize = 2;
+/// Router index of MB (site B).
+pub const SITE_B: usize = 3;
+
+/// How often a middlebox with an adaptive aggregate reads its reports.
+pub const MIDDLEBOX_TICK: SimTime = 1_000_000;
+
+/// Parameters of the `dcc` topology (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DccTopology {
+    /// Rate of every host link, Mbit/s. Default 100.
+    #[serde(default = "default_local")]
+    pub local_mbps: f64,
+    /// One-way delay of every host link, ms. Default 1.
+    #[serde(default = "default_local_delay")]
+    pub local_delay_ms: f64,
+    /// Rate of the middle segment, Mbit/s. Default 1.
+    #[serde(default = "default_middle")]
+    pub middle_mbps: f64,
+    /// One-way delay of the middle segment, ms. Default 48 (a 100 ms RTT
+    /// with the host links).
+    #[serde(default = "default_middle_delay")]
+    pub middle_delay_ms: f64,
+    /// Queue of the middle segment's ports, packets. Default 50 (ns-2's
+    /// default queue, the simulator of the seed's era).
+    #[serde(default = "default_middle_queue")]
+    pub middle_queue_pkts: usize,
+    /// Queue discipline of the middle segment's ports. Default drop-tail.
+    #[serde(default)]
+    pub middle_queue: QueueSpec,
+    /// Queue of the aggregate ports, packets. Default 100.
+    #[serde(default = "default_mb_queue")]
+    pub middlebox_queue_pkts: usize,
+    /// What the local segments run. Default `lccp`.
+    #[serde(default)]
+    pub local: LocalSegment,
+    /// LCCP's carrier. Default `ka`.
+    #[serde(default)]
+    pub lccp: LccpCarrier,
+    /// The KA rate scale of the sites. Default `dcc`.
+    #[serde(default)]
+    pub lccp_scale: LccpScale,
+    /// MA's aggregate (A→B). Default: SLA at `middle_mbps`.
+    #[serde(default)]
+    pub aggregate: AggregateSpec,
+    /// MB's aggregate (B→A). Default: as `aggregate`.
+    #[serde(default)]
+    pub reverse_aggregate: Option<AggregateSpec>,
+}
+
+fn default_local() -> f64 {
+    100.0
+}
+fn default_local_delay() -> f64 {
+    1.0
+}
+fn default_middle() -> f64 {
+    1.0
+}
+fn default_middle_delay() -> f64 {
+    48.0
+}
+fn default_middle_queue() -> usize {
+    50
+}
+fn default_mb_queue() -> usize {
+    100
+}
+
+/// What the local segments run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LocalSegment {
+    /// The middlebox tells each host its rate (LCCP).
+    #[default]
+    Lccp,
+    /// Plain TCP; the aggregate port is a drop-tail shaper.
+    Tcp,
+    /// XCP in the local segment (needs the `xcp` port kind).
+    Xcp,
+}
+
+/// LCCP's carrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LccpCarrier {
+    /// The KA signal (leading-fragment length).
+    #[default]
+    Ka,
+    /// The native-RCP IPv4 option.
+    Rcp,
+}
+
+/// The KA rate scale of a DCC run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LccpScale {
+    /// The paper scale shifted down 16× (7.5 kbit/s … 654 Mbit/s).
+    #[default]
+    Dcc,
+    /// [`Scale::PAPER`] (120 kbit/s … 10.5 Gbit/s).
+    Paper,
+}
+
+impl LccpScale {
+    /// The scale.
+    pub fn scale(self) -> Scale {
+        match self {
+            LccpScale::Paper => Scale::PAPER,
+            LccpScale::Dcc => Scale {
+                b: Scale::PAPER.b / 16.0,
+                ..Scale::PAPER
+            },
+        }
+    }
+}
+
+/// A middlebox's aggregate controller.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AggregateSpec {
+    /// No middlebox: plain end-to-end path.
+    None,
+    /// A fixed SLA rate.
+    Sla {
+        /// The rate, Mbit/s. Default: `middle_mbps`.
+        #[serde(default)]
+        rate_mbps: Option<f64>,
+    },
+    /// MulTCP: the share of `weight` TCP flows.
+    Multcp {
+        /// N (≥ 1). Default 1.
+        #[serde(default = "one_f64")]
+        weight: f64,
+        /// Rate at start, Mbit/s. Default: half of `middle_mbps`.
+        #[serde(default)]
+        initial_mbps: Option<f64>,
+        /// Upper bound, Mbit/s. Default: `local_mbps` (no bound below the
+        /// hosts' links: an aggregate capped at the middle segment's rate
+        /// and paced at exactly that rate keeps the segment's queue full
+        /// without ever losing a packet itself, so it would never back off
+        /// and TCP cross traffic would starve).
+        #[serde(default)]
+        max_mbps: Option<f64>,
+    },
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+impl Default for AggregateSpec {
+    fn default() -> Self {
+        AggregateSpec::Sla { rate_mbps: None }
+    }
+}
+
+fn mbps(v: f64) -> u64 {
+    (v * 1e6).round().max(1.0) as u64
+}
+
+/// The `xcp` port kind, if this build's ka-sim has it (parsed by name, so
+/// this file needs no change when it lands).
+pub fn xcp_port_kind() -> Option<PortKind> {
+    let de: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+        "xcp".into_deserializer();
+    PortKind::deserialize(de).ok()
+}
+
+impl DccTopology {
+    /// MB's aggregate.
+    pub fn reverse(&self) -> AggregateSpec {
+        self.reverse_aggregate.unwrap_or(self.aggregate)
+    }
+
+    /// The initial capacity of an aggregate port, bit/s.
+    pub fn initial_bps(&self, agg: AggregateSpec) -> u64 {
+        match agg {
+            AggregateSpec::None => mbps(self.local_mbps),
+            AggregateSpec::Sla { rate_mbps } => mbps(rate_mbps.unwrap_or(self.middle_mbps)),
+            AggregateSpec::Multcp { initial_mbps, .. } => {
+                mbps(initial_mbps.unwrap_or(self.middle_mbps / 2.0))
+            }
+        }
+    }
+
+    /// The signalling of the aggregate ports.
+    pub fn aggregate_port_kind(&self, agg: AggregateSpec) -> Result<PortKind, ScenarioError> {
+        if agg == AggregateSpec::None {
+            return Ok(PortKind::Droptail);
+        }
+        match (self.local, self.lccp) {
+            (LocalSegment::Lccp, LccpCarrier::Ka) => Ok(PortKind::Ka),
+            (LocalSegment::Lccp, LccpCarrier::Rcp) => Ok(PortKind::Rcp),
+            (LocalSegment::Tcp, _) => Ok(PortKind::Droptail),
+            (LocalSegment::Xcp, _) => xcp_port_kind().ok_or_else(|| {
+                ScenarioError::Invalid(
+                    "dcc: local = \"xcp\" needs the `xcp` port kind, which this build lacks".into(),
+                )
+            }),
+        }
+    }
+
+    /// The three hops `ma`, `middle`, `mb` (see the module docs).
+    pub fn hops(&self) -> Vec<Hop> {
+        let kind = |a| self.aggregate_port_kind(a).unwrap_or(PortKind::Droptail);
+        let (fwd, rev) = (self.aggregate, self.reverse());
+        let local = |bps: u64| bps as f64 / 1e6;
+        vec![
+            Hop {
+                name: "ma".into(),
+                capacity_mbps: local(self.initial_bps(fwd)),
+                reverse_capacity_mbps: Some(self.local_mbps),
+                delay_ms: 0.0,
+                queue_pkts: self.middlebox_queue_pkts,
+                port: kind(fwd),
+                reverse_port: PortKind::Droptail,
+                queue: QueueSpec::Droptail,
+                reverse_queue: QueueSpec::Droptail,
+            },
+            Hop {
+                name: "middle".into(),
+                capacity_mbps: self.middle_mbps,
+                reverse_capacity_mbps: None,
+                delay_ms: self.middle_delay_ms,
+                queue_pkts: self.middle_queue_pkts,
+                port: PortKind::Droptail,
+                reverse_port: PortKind::Droptail,
+                queue: self.middle_queue,
+                reverse_queue: self.middle_queue,
+            },
+            Hop {
+                name: "mb".into(),
+                capacity_mbps: self.local_mbps,
+                reverse_capacity_mbps: Some(local(self.initial_bps(rev))),
+                delay_ms: 0.0,
+                queue_pkts: self.middlebox_queue_pkts,
+                port: PortKind::Droptail,
+                reverse_port: kind(rev),
+                queue: QueueSpec::Droptail,
+                reverse_queue: QueueSpec::Droptail,
+            },
+        ]
+    }
+
+    /// Every host's link.
+    pub fn access(&self) -> Access {
+        Access {
+            rate_mbps: self.local_mbps,
+            delay_ms: self.local_delay_ms,
+        }
+    }
+
+    /// Checks what the generic checks cannot.
+    pub fn validate(&self, groups: &[Group]) -> Result<(), ScenarioError> {
+        let bad = |m: &str| Err(ScenarioError::Invalid(format!("dcc: {m}")));
+        let pos = |v: f64| v.is_finite() && v > 0.0;
+        if !(pos(self.local_mbps) && pos(self.middle_mbps)) {
+            return bad("local_mbps and middle_mbps must be > 0");
+        }
+        if !(self.local_delay_ms.is_finite()
+            && self.local_delay_ms >= 0.0
+            && self.middle_delay_ms.is_finite()
+            && self.middle_delay_ms >= 0.0)
+        {
+            return bad("delays must be >= 0");
+        }
+        if self.middle_queue_pkts == 0 || self.middlebox_queue_pkts == 0 {
+            return bad("queues must be > 0");
+        }
+        for agg in [self.aggregate, self.reverse()] {
+            match agg {
+                AggregateSpec::None => {
+                    if self.local != LocalSegment::Tcp {
+                        return bad("aggregate \"none\" (no middleboxes) needs local = \"tcp\"");
+                    }
+                }
+                AggregateSpec::Sla { rate_mbps } => {
+                    if rate_mbps.is_some_and(|r| !pos(r)) {
+                        return bad("sla rate_mbps must be > 0");
+                    }
+                }
+                AggregateSpec::Multcp {
+                    weight,
+                    initial_mbps,
+                    max_mbps,
+                } => {
+                    if !(weight.is_finite() && weight >= 1.0) {
+                        return bad("multcp weight must be >= 1");
+                    }
+                    if initial_mbps.is_some_and(|r| !pos(r)) || max_mbps.is_some_and(|r| !pos(r)) {
+                        return bad("multcp rates must be > 0");
+                    }
+                }
+            }
+            self.aggregate_port_kind(agg)?;
+        }
+        for g in groups {
+            let to = g.to.unwrap_or(SITE_B);
+            let ok =
+                (g.from == SITE_A && to == SITE_B) || (g.from == MIDDLE_IN && to == MIDDLE_OUT);
+            if !ok {
+                return bad(&format!(
+                    "group {}: from/to must be 0→3 (site A to site B) or 1→2 (cross traffic)",
+                    g.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The aggregate spec and the middle port (hop, direction) of an
+    /// aggregate port (hop `hop`, direction `dir`: 0 forward, 1 reverse).
+    fn aggregate_at(&self, hop: usize, dir: u8) -> Option<AggregateSpec> {
+        match (hop, dir) {
+            (0, 0) => Some(self.aggregate),
+            (2, 1) => Some(self.reverse()),
+            _ => None,
+        }
+    }
+
+    /// Sets what an aggregate port needs beyond the generic hop settings
+    /// (`hop`, direction `dir`: 0 forward, 1 reverse): the LCCP scale,
+    /// RCP's floor (half the scale's smallest rate) and LCCP's RCP knobs
+    /// where the scenario's `[router]` table leaves them unset (see the
+    /// module docs, "LCCP's RCP").
+    pub fn adjust_port(&self, scenario: &Scenario, hop: usize, dir: u8, cfg: &mut PortConfig) {
+        let Some(agg) = self.aggregate_at(hop, dir) else {
+            return;
+        };
+        if agg == AggregateSpec::None {
+            return;
+        }
+        let scale = self.lccp_scale.scale();
+        cfg.scale = scale;
+        cfg.rcp.min_rate = scale.rate_of_len(usize::from(scale.min_len)) / 2.0;
+        let k = &scenario.router;
+        if k.alpha.is_none() {
+            cfg.rcp.alpha = LCCP_ALPHA;
+        }
+        if k.beta.is_none() {
+            cfg.rcp.beta = LCCP_BETA;
+        }
+        if k.initial_frac.is_none() {
+            cfg.rcp.initial_frac = 1.0;
+        }
+        if k.queue_measure.is_none() {
+            cfg.rcp.queue_measure = ka_router::QueueMeasure::Persistent;
+        }
+        if k.queue_target_ms.is_none() {
+            let bits = (LCCP_BURST_PKTS * scenario.packet_bytes * 8) as f64;
+            cfg.rcp.queue_target =
+                Duration::from_secs_f64(bits / self.initial_bps(agg).max(1) as f64);
+        }
+    }
+}
+
+/// LCCP's RCP α (see the module docs).
+pub const LCCP_ALPHA: f64 = 0.4;
+/// LCCP's RCP β (see the module docs).
+pub const LCCP_BETA: f64 = 0.226;
+/// Full packets of standing queue LCCP's RCP does not drain: one host's
+/// initial window (RFC 6928: 10) plus two.
+pub const LCCP_BURST_PKTS: usize = 12;
+
+/// Checks an `arrivals` workload (the seed's: a fixed number of flows of
+/// one size on one Poisson process): flows and size > 0, times ≥ 0.
+pub fn check_arrivals(g: &Group) -> Result<(), String> {
+    let crate::scenario::Workload::Arrivals {
+        flows,
+        gap_mean_s,
+        size_bytes,
+        start_s,
+    } = g.workload
+    else {
+        return Ok(());
+    };
+    if flows == 0 || size_bytes == 0 {
+        return Err(format!(
+            "group {}: flows and size_bytes must be > 0",
+            g.name
+        ));
+    }
+    let fine = |v: f64| v.is_finite() && v >= 0.0;
+    if !(fine(gap_mean_s) && fine(start_s)) {
+        return Err(format!("group {}: bad arrival times", g.name));
+    }
+    Ok(())
+}
+
+/// The KA scale every endpoint of `scenario` decodes with.
+pub fn ka_scale(scenario: &Scenario) -> Scale {
+    match &scenario.topology {
+        crate::scenario::Topology::Dcc(d) => d.lccp_scale.scale(),
+        _ => Scale::PAPER,
+    }
+}
+
+/// Reports what the middle segment does to one direction's aggregate
+/// packets (see the module docs). Sits on a middle port.
+#[derive(Debug)]
+pub struct SegmentTap {
+    /// Host index → whether it belongs to the aggregate.
+    members: Vec<bool>,
+    capacity_bps: u64,
+    base_rtt: SimTime,
+    clock: Clock,
+    reports: Arc<Mutex<FeedbackQueue>>,
+}
+
+impl SegmentTap {
+    /// Whether `packet` belongs to the aggregate: its IP bytes if so.
+    pub fn classify(&self, packet: &[u8]) -> Option<usize> {
+        let p = ka_codec::wire::ipv4::Ipv4Packet::new_checked(packet).ok()?;
+        let host = addr::host_index(p.src_addr())?;
+        self.members
+            .get(host)
+            .copied()
+            .unwrap_or(false)
+            .then_some(packet.len())
+    }
+
+    /// An aggregate packet of `bytes` met `queue_bytes` ahead of it at
+    /// `now` and the port did `outcome`.
+    pub fn report(&self, now: SimTime, bytes: usize, queue_bytes: usize, outcome: PushOutcome) {
+        let qdelay_ns = (queue_bytes as u128 * 8 * 1_000_000_000
+            / u128::from(self.capacity_bps.max(1)))
+        .min(u128::from(u64::MAX / 4)) as u64;
+        let fb = SegmentFeedback {
+            bytes,
+            lost: matches!(outcome, PushOutcome::Dropped(_)),
+            queue_delay: Duration::from_nanos(qdelay_ns),
+        };
+        let at = self
+            .clock
+            .instant(now.saturating_add(qdelay_ns).saturating_add(self.base_rtt));
+        if let Ok(mut q) = self.reports.lock() {
+            q.push(at, fb);
+        }
+    }
+}
+
+/// The aggregate controller of a middlebox port and its report queue.
+#[derive(Debug)]
+pub struct MiddleboxHook {
+    controller: Box<dyn AggregateController>,
+    reports: Arc<Mutex<FeedbackQueue>>,
+    next_tick: SimTime,
+}
+
+impl MiddleboxHook {
+    /// When the hook next wants to run.
+    pub fn next_wakeup(&self) -> SimTime {
+        self.next_tick
+    }
+
+    /// Feeds the controller every report due at `now` (at its own delivery
+    /// time) and sets the port's capacity to the aggregate's rate.
+    pub fn run(&mut self, now: SimTime, clock: Clock, port: &mut Port) {
+        if now < self.next_tick {
+            return;
+        }
+        let t = clock.instant(now);
+        if let Ok(mut q) = self.reports.lock() {
+            while let Some((at, fb)) = q.pop_due(t) {
+                self.controller.on_feedback(at, &fb);
+            }
+        }
+        port.set_capacity(t, self.controller.rate_bps());
+        self.next_tick = now + MIDDLEBOX_TICK;
+    }
+
+    /// The aggregate's rate now, bit/s.
+    pub fn rate_bps(&self) -> u64 {
+        self.controller.rate_bps()
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &'static str {
+        self.controller.name()
+    }
+}
+
+/// Attaches the adaptive aggregates' controllers and taps to a built DCC
+/// network (nothing to do for SLA and "none": their ports were built at
+/// their fixed capacity).
+pub fn install<H: Node<Shared = World>>(
+    net: &mut Network<H>,
+    scenario: &Scenario,
+) -> Result<(), ScenarioError> {
+    let crate::scenario::Topology::Dcc(d) = &scenario.topology else {
+        return Ok(());
+    };
+    // Host index → the router it is attached to, in build order.
+    let mut attached = Vec::new();
+    for g in &scenario.groups {
+        for _ in 0..g.count {
+            attached.push(g.from);
+            attached.push(g.to.unwrap_or(SITE_B));
+        }
+    }
+    let clock = net.engine.clock();
+    let base_rtt = secs(2.0 * d.middle_delay_ms / 1e3);
+    let middle_bps = mbps(d.middle_mbps);
+    // (aggregate, site router, aggregate port (hop, dir), middle port dir)
+    let dirs = [
+        (d.aggregate, SITE_A, 0usize, false, false),
+        (d.reverse(), SITE_B, 2usize, true, true),
+    ];
+    for (agg, site, hop, agg_rev, mid_rev) in dirs {
+        let AggregateSpec::Multcp {
+            weight,
+            initial_mbps: _,
+            max_mbps,
+        } = agg
+        else {
+            continue;
+        };
+        let cfg = MulTcpConfig::new(
+            weight,
+            d.initial_bps(agg),
+            mbps(max_mbps.unwrap_or(d.local_mbps)),
+            Duration::from_nanos(base_rtt),
+        );
+        let reports = Arc::new(Mutex::new(FeedbackQueue::default()));
+        let tap = SegmentTap {
+            members: attached.iter().map(|&r| r == site).collect(),
+            capacity_bps: middle_bps,
+            base_rtt,
+            clock,
+            reports: Arc::clone(&reports),
+        };
+        let hook = MiddleboxHook {
+            controller: Box::new(MulTcp::new(cfg)),
+            reports,
+            next_tick: 0,
+        };
+        let missing = || ScenarioError::Invalid("dcc: topology not built as expected".into());
+        let (agg_node, agg_iface) = {
+            let h = net.hops.get(hop).ok_or_else(missing)?;
+            if agg_rev { h.rev } else { h.fwd }
+        };
+        let (mid_node, mid_iface) = {
+            let h = net.hops.get(1).ok_or_else(missing)?;
+            if mid_rev { h.rev } else { h.fwd }
+        };
+        net.router_mut(agg_node)
+            .and_then(|r| r.port_mut(agg_iface))
+            .ok_or_else(missing)?
+            .middlebox = Some(Box::new(hook));
+        net.router_mut(mid_node)
+            .and_then(|r| r.port_mut(mid_iface))
+            .ok_or_else(missing)?
+            .tap = Some(Box::new(tap));
+        net.engine.rearm_node(agg_node);
+    }
+    Ok(())
+}
