@@ -89,12 +89,24 @@ pub struct RcpConfig {
     pub initial_frac: f64,
     /// R_min in B/ms; R never goes below `min(min_rate, C)`.
     ///
-    /// Default: half the smallest rate the paper scale can encode
-    /// (R(24)/2 ≈ 7.5 B/ms ≈ 60 kbit/s). Below the smallest encodable rate
-    /// the port stops signalling (senders fall back to TCP); keeping R_min
-    /// only one factor of two below it means the rate climbs back into the
-    /// encodable range within a few RTTs once the load goes away, instead of
-    /// from an arbitrarily small value.
+    /// Default: the smallest rate the paper scale can encode (R(24) ≈ 15
+    /// B/ms ≈ 120 kbit/s), so a port with KA signalling never goes silent
+    /// because of its own R. It used to be half of that, on the reasoning
+    /// that below the scale the port should stop signalling (senders fall
+    /// back to TCP, paper §II-A) and R would climb back within a few RTTs
+    /// "once the load goes away". But the load that drove R there is the
+    /// port's own KA flows: silenced, they fall back to TCP (DESIGN §5.3,
+    /// "left by silence"), keep the queue standing, and RCP's β·q/d term
+    /// holds R at the floor for as long as those flows last. A flash crowd
+    /// at a small bandwidth-delay product crashes R that far (RCP reacts
+    /// to the transient queue of a join with `e^(−β·q/(C·d))` per RTT);
+    /// on the real testbed at 10 Mbit/s and 100 ms (`ka-testbed heavy`)
+    /// such lock-ins lasted up to 15 s and filled the 1000-packet queue
+    /// (docs/RESULTS.md, "The paper's testbed on real namespaces"). At the
+    /// floor the flows now pace at 120 kbit/s each, the queue drains and R
+    /// recovers; where even that is too much (a fair share below 120
+    /// kbit/s, over 80 flows per 10 Mbit/s), the queue overflows and the
+    /// senders fall back to TCP by loss instead of by silence.
     pub min_rate: f64,
     /// Upper bound of the control interval: T = min(d, max_interval).
     /// Default 10 ms.
@@ -134,7 +146,9 @@ impl Default for RcpConfig {
             alpha: 0.1,
             beta: 1.0,
             initial_frac: 0.05,
-            min_rate: Scale::PAPER.rate_of_len(Scale::PAPER.min_len as usize) / 2.0,
+            // A hair above R(24), so that float rounding never makes it
+            // encode below the smallest code.
+            min_rate: Scale::PAPER.rate_of_len(Scale::PAPER.min_len as usize) * (1.0 + 1e-9),
             max_interval: Duration::from_millis(10),
             rtt_gain: 0.02,
             queue_measure: QueueMeasure::Now,

@@ -258,19 +258,22 @@ mod tests {
     /// the linear step falls to R_min, the exponential one by e^x.
     #[test]
     fn exponential_update_does_not_collapse_at_t_equal_d() {
+        // C = 10 000 B/ms (80 Mbit/s), so that R₀·e^x stays above R_min
+        // (≈ 15 B/ms, the smallest encodable rate).
         let big = Measurement {
             interval: Duration::from_millis(1),
             rtt: Duration::from_millis(1),
             // y = 2C, q = 1.2 C·d: x = 0.1·(−1) − 1.2 = −1.3
-            input_rate: 2000.0,
-            queue_bytes: 1200,
-            ..m(0.0, 0)
+            capacity: 10_000.0,
+            max_rate: 10_000.0,
+            input_rate: 20_000.0,
+            queue_bytes: 12_000,
         };
-        let mut lin = Rcp::new(linear(), 1000.0);
+        let mut lin = Rcp::new(linear(), 10_000.0);
         assert_eq!(lin.on_interval(&big), RcpConfig::default().min_rate);
-        let mut exp = Rcp::new(RcpConfig::default(), 1000.0);
+        let mut exp = Rcp::new(RcpConfig::default(), 10_000.0);
         let got = exp.on_interval(&big);
-        let want = 50.0 * (-1.3f64).exp();
+        let want = 500.0 * (-1.3f64).exp();
         assert!((got - want).abs() < 1e-9, "{got} vs {want}");
     }
 

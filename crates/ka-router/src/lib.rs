@@ -118,7 +118,8 @@
 //! end of the interval. [`Rcp`] applies `R ← R·eˣ`, `x = (T/d)(α(C − y) −
 //! βq/d)/C` (DESIGN §4.3: `R·(1 + x)`, the same to first order; see
 //! "Small RTTs" for why), clamped to `[min(R_min, C), C]`; R_min defaults
-//! to half the smallest encodable rate ([`RcpConfig::min_rate`]).
+//! to the smallest encodable rate, so a KA port never silences itself
+//! ([`RcpConfig::min_rate`]).
 //!
 //! Ticks, dequeues and the TCP-mode hold expiry are processed lazily but
 //! exactly, in time order (ties: mode expiry, tick, dequeue), whenever the

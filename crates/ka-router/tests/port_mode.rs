@@ -219,3 +219,44 @@ fn tcp_mode_freezes_r_at_its_value_with_a_short_queue() {
     p.handle_timeout(t + 50 * MS);
     assert_eq!(p.snapshot().rate_bytes_per_ms, frozen);
 }
+
+/// KA traffic that keeps a standing queue drives RCP's R to its floor, and
+/// the floor is the smallest encodable rate: the port keeps signalling the
+/// smallest code instead of going silent. (With a floor below the scale,
+/// the silence sent the KA senders into TCP mode, whose flows then kept
+/// the queue standing and R at the floor for as long as they lasted — a
+/// port without any legacy traffic locked itself out of KA.) When the
+/// overload ends, R climbs back from there.
+#[test]
+fn a_collapsed_rate_still_signals_the_smallest_code() {
+    let t0 = Instant::now();
+    let mut p = port(t0);
+    // Two stampable 1000-byte packets per ms on a 1-packet-per-ms link for
+    // 3 s: 1000 packets/s of excess, the queue stays at the limit.
+    let mut t = t0;
+    let mut id = 0u16;
+    for _ in 0..3000 {
+        t += MS;
+        p.handle_timeout(t);
+        for _ in 0..2 {
+            id = id.wrapping_add(1);
+            p.push(t, common::ipv4_simple(1000, id));
+        }
+        assert_eq!(p.snapshot().mode, Mode::Ka, "KA traffic alone");
+    }
+    let floor = ka_router::config::RcpConfig::default().min_rate;
+    let s = p.snapshot();
+    assert_eq!(s.rate_bytes_per_ms, floor, "R at its floor");
+    assert_eq!(
+        p.signal().map(ka_codec::Code::len),
+        Some(24),
+        "the floor encodes to the smallest code"
+    );
+    // The queue drains without new arrivals; R then grows again.
+    for _ in 0..2000 {
+        t += MS;
+        p.handle_timeout(t);
+    }
+    assert_eq!(p.snapshot().queue_packets, 0);
+    assert!(p.snapshot().rate_bytes_per_ms > 2.0 * floor);
+}

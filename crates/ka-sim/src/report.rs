@@ -129,7 +129,7 @@ pub fn fct_panel(r: &RunResult) -> Panel {
 
 /// The "Mean flow completion time" panel (log-log, mean FCT against flow
 /// size) over `curves`.
-pub(crate) fn fct_size_panel(curves: Vec<Curve>) -> Panel {
+pub fn fct_size_panel(curves: Vec<Curve>) -> Panel {
     Panel {
         title: "Mean flow completion time".into(),
         x_label: "flow size (packets)".into(),

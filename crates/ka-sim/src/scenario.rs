@@ -318,7 +318,7 @@ pub struct RouterKnobs {
     /// DESIGN §4.3; the default) or `"persistent"` (the smallest during the
     /// last RTT, as the `ka-router` binary does).
     pub queue_measure: Option<QueueMeasureKnob>,
-    /// RCP queue target, ms (default 0; the `ka-router` binary uses 2).
+    /// RCP queue target, ms (default 0; the `ka-router` binary uses 5).
     pub queue_target_ms: Option<f64>,
     /// Dither the KA signal between adjacent codes (default false; the
     /// `ka-router` binary turns it on).

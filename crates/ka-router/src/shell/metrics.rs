@@ -67,7 +67,7 @@ pub(super) fn counter(
 
 impl Collector for RouterCollector {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let core = self.0.core();
+        let (core, published) = self.0.core_at();
         let dirs: Vec<(Direction, &CoreStats, IoStats)> = Direction::ALL
             .iter()
             .zip(core.iter())
@@ -296,6 +296,21 @@ impl Collector for RouterCollector {
             }
         }
         super::rwm_metrics::encode(&mut enc, self.0.rwm().as_ref())?;
+        {
+            // No labels: one time for both directions' core state.
+            let at = published
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0.0, |d| d.as_secs_f64());
+            let g = ConstGauge::new(at);
+            let m = enc.encode_descriptor(
+                "ka_router_core_published_seconds",
+                "Unix time at which the core-state series (rate, mode, queue, drops, marks, sojourn) \
+                 were last refreshed (about every 100 ms; 0 before the first refresh)",
+                None,
+                g.metric_type(),
+            )?;
+            g.encode(m)?;
+        }
         let l = self.0.lateness.load();
         // Per-bucket counts: the encoder makes them cumulative.
         let buckets: Vec<(f64, u64)> = l
@@ -460,6 +475,31 @@ mod tests {
             );
         }
         assert!(text.ends_with("# EOF\n"));
+        // `sample()` published just now.
+        let published: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("ka_router_core_published_seconds "))
+            .expect("publication time")
+            .parse()
+            .unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(
+            (0.0..60.0).contains(&(now - published)),
+            "published at {published}, now {now}"
+        );
+    }
+
+    #[test]
+    fn publication_time_is_zero_before_the_first_publication() {
+        let text = encode_metrics(&Arc::new(SharedStats::default()));
+        assert!(
+            text.lines()
+                .any(|l| l == "ka_router_core_published_seconds 0.0"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// One of the router's two ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -283,22 +283,33 @@ pub struct SharedStats {
     pub io: [IoCounters; 2],
     /// Wake-up lateness of the pacing thread (both directions).
     pub lateness: Lateness,
-    core: Mutex<[CoreStats; 2]>,
+    core: Mutex<([CoreStats; 2], Option<SystemTime>)>,
     rwm: Mutex<Option<crate::rwm::RwmStats>>,
 }
 
 impl SharedStats {
     /// Latest published core state of both ports.
     pub fn core(&self) -> [CoreStats; 2] {
+        self.core_at().0
+    }
+
+    /// Latest published core state of both ports and when it was published
+    /// (wall clock; `None` before the first publication). A poller that
+    /// wants per-interval differences (e.g. the mean sojourn of the packets
+    /// dequeued in each 100 ms) pairs them with this time rather than with
+    /// its own polling times, which drift against the publications.
+    pub fn core_at(&self) -> ([CoreStats; 2], Option<SystemTime>) {
         self.core
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    /// Replace the published core state (called by the pacing thread).
+    /// Replace the published core state (called by the pacing thread),
+    /// stamped with the current wall-clock time.
     pub fn publish(&self, stats: [CoreStats; 2]) {
-        *self.core.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+        *self.core.lock().unwrap_or_else(PoisonError::into_inner) =
+            (stats, Some(SystemTime::now()));
     }
 
     /// Latest published receive-window modulation counters (`None`

@@ -18,7 +18,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Experiment, find, group_fct, mean_in};
+use super::{
+    Experiment, find, flow_rates, group_fct, mean_fct_from, mean_in, pct, queue_delays_ms,
+};
 use crate::claims::Claim;
 use crate::metrics::{self, Metric};
 use crate::plot::{Curve, Panel};
@@ -41,59 +43,6 @@ const VARIANTS: [(&str, &str); 4] = [
     ("cubic-fqcodel-ecn", "CUBIC, FQ-CoDel + ECN"),
     ("cubic-red", "CUBIC, RED"),
 ];
-
-/// Per-bin queueing delays (ms) at the bottleneck, idle bins as 0, sorted.
-pub fn queue_delays_ms(r: &RunResult) -> Vec<f64> {
-    let soj = r.series.points(Metric::SojournMs, "port:bottleneck");
-    let mut it = soj.iter().peekable();
-    let mut out: Vec<f64> = r
-        .series
-        .points(Metric::Utilization, "link:bottleneck")
-        .iter()
-        .map(|&(t, _)| {
-            while it.peek().is_some_and(|&&(ts, _)| ts < t - 1e-9) {
-                it.next();
-            }
-            match it.peek() {
-                Some(&&(ts, v)) if (ts - t).abs() < 1e-9 => v,
-                _ => 0.0,
-            }
-        })
-        .collect();
-    out.sort_by(f64::total_cmp);
-    out
-}
-
-/// Per-flow average throughput (bit/s) of the completed flows, sorted.
-fn flow_rates(r: &RunResult) -> Vec<f64> {
-    let mut v: Vec<f64> = r
-        .flows
-        .iter()
-        .filter_map(|f| {
-            let fct = crate::engine::to_secs(f.fct()?);
-            (fct > 0.0).then(|| f.size_bytes.unwrap_or(0) as f64 * 8.0 / fct)
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-/// The `p`-quantile (0…1) of `sorted`.
-fn pct(sorted: &[f64], p: f64) -> Option<f64> {
-    metrics::percentile(sorted, p)
-}
-
-/// Mean FCT of the flows of at least `min_pkts` packets.
-fn mean_fct_from(r: &RunResult, min_pkts: u64) -> Option<f64> {
-    let v: Vec<f64> = r
-        .flows
-        .iter()
-        .filter(|f| f.size_pkts.is_some_and(|s| s >= min_pkts))
-        .filter_map(|f| f.fct())
-        .map(crate::engine::to_secs)
-        .collect();
-    metrics::mean(&v)
-}
 
 fn ms(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.1} ms"))

@@ -16,6 +16,7 @@
 //! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`], issue 14) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
+//! | testbed-light, testbed-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
@@ -28,6 +29,7 @@ mod crowd;
 pub mod dcc;
 mod figures;
 mod other;
+pub mod testbed;
 mod xcp;
 mod xcp_fct;
 
@@ -36,6 +38,7 @@ pub use crowd::FlashCrowd;
 pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use other::{Other, max_min_rates};
+pub use testbed::TestbedLoad;
 pub use xcp::XcpTransient;
 pub use xcp_fct::XcpFct;
 
@@ -107,6 +110,8 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &XcpTransient::Fig6,
         &XcpTransient::Fig7,
         &XcpFct,
+        &TestbedLoad::Light,
+        &TestbedLoad::Heavy,
         &Dcc::Fig2,
         &Dcc::Udp,
         &Other::Rtt,
@@ -216,6 +221,68 @@ pub fn run_figure(
         );
     }
     Ok(lines)
+}
+
+/// Per-bin queueing delays (ms) at the hop named `bottleneck`, sorted: the
+/// mean sojourn of the packets dequeued in each `utilization` bin, a bin in
+/// which nothing was dequeued counting as 0.
+pub fn queue_delays_ms(r: &RunResult) -> Vec<f64> {
+    let soj = r.series.points(Metric::SojournMs, "port:bottleneck");
+    let mut it = soj.iter().peekable();
+    let mut out: Vec<f64> = r
+        .series
+        .points(Metric::Utilization, "link:bottleneck")
+        .iter()
+        .map(|&(t, _)| {
+            while it.peek().is_some_and(|&&(ts, _)| ts < t - 1e-9) {
+                it.next();
+            }
+            match it.peek() {
+                Some(&&(ts, v)) if (ts - t).abs() < 1e-9 => v,
+                _ => 0.0,
+            }
+        })
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// Per-flow average throughput (bit/s: size / FCT) of the completed sized
+/// flows, sorted.
+pub fn flow_rates(r: &RunResult) -> Vec<f64> {
+    let mut v: Vec<f64> = r
+        .flows
+        .iter()
+        .filter_map(|f| {
+            let fct = to_secs(f.fct()?);
+            (fct > 0.0).then(|| f.size_bytes.unwrap_or(0) as f64 * 8.0 / fct)
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The `p`-quantile (0…1, nearest rank) of `sorted`.
+pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
+    metrics::percentile(sorted, p)
+}
+
+/// Mean FCT (s) of the completed flows of at least `min_pkts` packets.
+pub fn mean_fct_from(r: &RunResult, min_pkts: u64) -> Option<f64> {
+    mean_fct_in(r, min_pkts, u64::MAX).0
+}
+
+/// Mean FCT (s) of the completed flows of `lo..hi` packets, and how many
+/// there were.
+pub fn mean_fct_in(r: &RunResult, lo: u64, hi: u64) -> (Option<f64>, usize) {
+    let v: Vec<f64> = r
+        .flows
+        .iter()
+        .filter(|f| f.size_pkts.is_some_and(|s| s >= lo && s < hi))
+        .filter_map(|f| f.fct())
+        .map(to_secs)
+        .collect();
+    (metrics::mean(&v), v.len())
 }
 
 /// Mean of a series over bins ending in `(from, to]`.
