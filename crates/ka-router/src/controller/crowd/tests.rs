@@ -237,3 +237,38 @@ fn restore_sets_r_and_idle_batches_match_steps() {
     let want = C / 3.0 * (0.01f64 * 50.0).exp();
     assert!((a.rate() - want).abs() / want < 1e-6, "{}", a.rate());
 }
+
+#[test]
+fn a_young_flow_counts_by_its_first_rtt_demand() {
+    // Caution 0: a newcomer of unknown size weighs nothing (w = 0), so
+    // what it counts for is its ramp alone.
+    let mut c = crowd(0.0);
+    c.on_packet(MS, &data(0)); // a settled flow (adopted)
+    assert!((c.rate() - C).abs() < 1e-6);
+    c.on_packet(MS, &syn(1));
+    c.on_packet(100 * MS, &data(1));
+    let g = c.rate_for(100 * MS, &data(1));
+    assert!(g > 0.0 && g < C / 2.0, "{g}");
+    // Its first paced packet: it counts for len / (g·d/16) of a flow.
+    let full = g * 100.0 / 16.0;
+    c.on_packet(200 * MS, &data(1));
+    let ramp = (1500.0 / full).min(1.0);
+    assert!(ramp < 1.0, "{ramp}");
+    let want = C / (1.0 + ramp);
+    assert!(
+        (c.rate() - want).abs() / want < 1e-6,
+        "{} vs {want}",
+        c.rate()
+    );
+    // More of its first RTT's demand: it counts fully.
+    let mut t = 200 * MS;
+    while c.rate() > C / 2.0 + 1e-6 {
+        t += MS;
+        c.on_packet(t, &data(1));
+        assert!(t < 210 * MS, "{}", c.rate());
+    }
+    assert!((c.rate() - C / 2.0).abs() / (C / 2.0) < 1e-6);
+    // It leaves: the settled flow gets the link back.
+    c.on_packet(t, &fin(1));
+    assert!((c.rate() - C).abs() < 1e-6, "{}", c.rate());
+}
