@@ -90,9 +90,19 @@
 //!
 //! With a fixed set of N long flows, U = 0 and R = κ·A₀/N: R is κ times the
 //! max-min fair share, and κ obeys RCP's update, so the fixed point is
-//! RCP's (y = C, q = 0; κ = 1 when the accounting is exact, slightly above
-//! when the codes round down). Fig. 2 with this controller keeps its checks
-//! (`ka-sim paper fig3-crowd`).
+//! RCP's (y = C, q = 0; κ = 1 when the accounting is exact).
+//!
+//! One exception: with two or more settled flows and at least 95 % of C
+//! arriving, κ does not rise above max(1, κ). KA's rate codes are coarse
+//! (at Fig. 2's 10–15 flows the code below C/N carries 96–97 % of C), so
+//! RCP's law would push R past the code boundary above C/N, and then all
+//! N flows would jump to the code above at once and build a queue. With
+//! the rule, Fig. 2's KA queue stays near its floor, where it used to
+//! peak at 27–55 packets every 0.7–2 s. On a link less than 95 % busy κ
+//! rises as before, so flows below their share (not yet "limited
+//! elsewhere") leave no capacity idle for long. For a lone flow κ stays
+//! at its ceiling, the code above C, as with [`Rcp`](super::Rcp). Fig. 2
+//! with this controller keeps its checks (`ka-sim paper fig3-crowd`).
 //!
 //! # Stability
 //!
@@ -237,6 +247,9 @@ const LIMITED_EXIT: f64 = 0.7;
 /// its grant allows in one RTT (`g·d`), and in proportion before (see
 /// [`Crowd`], "young").
 const YOUNG_SHARE: f64 = 1.0 / 16.0;
+/// With two or more settled flows and at least this share of C arriving,
+/// κ does not rise above 1 (see [`Crowd`], "Equilibrium").
+const FULL_LOAD: f64 = 0.95;
 /// Most intervals remembered for the lowest recent R.
 const MAX_HISTORY: usize = 256;
 
@@ -534,6 +547,20 @@ impl Crowd {
         ((self.lo() / c).min(1.0), (self.hi / c).max(1.0))
     }
 
+    /// κ's bounds for an interval of `m`: as [`Crowd::kappa_bounds`], but
+    /// while two or more settled flows keep the link at least
+    /// [`FULL_LOAD`] busy, κ does not rise above max(1, κ) (see the module
+    /// docs, "Equilibrium").
+    fn interval_bounds(&self, m: &Measurement) -> (f64, f64) {
+        let (lo, hi) = self.kappa_bounds();
+        let y = m.input_rate + self.weight() * self.table.pending_g;
+        if self.settled() >= 2.0 && y >= FULL_LOAD * self.capacity {
+            (lo, hi.min(self.kappa.max(1.0)))
+        } else {
+            (lo, hi)
+        }
+    }
+
     /// Everything but κ's update, for `n` intervals of `m` ending now.
     fn end_intervals(&mut self, m: &Measurement, n: u64) {
         self.rtt = m.rtt.max(Duration::from_micros(1));
@@ -567,7 +594,7 @@ impl Crowd {
 impl RateController for Crowd {
     fn on_interval(&mut self, m: &Measurement) -> f64 {
         self.end_intervals(m, 1);
-        let (lo, hi) = self.kappa_bounds();
+        let (lo, hi) = self.interval_bounds(m);
         self.kappa = (self.kappa * self.factor(m)).clamp(lo, hi);
         self.after_intervals();
         self.rate
@@ -579,7 +606,7 @@ impl RateController for Crowd {
             return self.rate;
         }
         self.end_intervals(m, n);
-        let (lo, hi) = self.kappa_bounds();
+        let (lo, hi) = self.interval_bounds(m);
         let f = self.factor(m);
         let n = n.min(MAX_BATCH_ITERATIONS.saturating_mul(1024));
         let k = if f <= 0.0 {

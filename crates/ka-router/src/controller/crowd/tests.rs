@@ -272,3 +272,40 @@ fn a_young_flow_counts_by_its_first_rtt_demand() {
     c.on_packet(t, &fin(1));
     assert!((c.rate() - C).abs() < 1e-6, "{}", c.rate());
 }
+
+#[test]
+fn kappa_stays_at_one_on_a_full_link_and_rises_on_an_idle_one() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    let mut t = MS;
+    // Each flow sends about its share (12 packets per 10 ms), so none
+    // counts as limited elsewhere; `y` is what the interval reports.
+    let mut step = |c: &mut Crowd, y: f64| {
+        t += 10 * MS;
+        for k in 0..12 {
+            for i in 0..10 {
+                c.on_packet(t + k * 800 * Duration::from_micros(1), &data(i));
+            }
+        }
+        // A ceiling above C, as a KA port's code above C.
+        c.on_interval(&Measurement {
+            max_rate: 1.5 * C,
+            ..interval(y)
+        })
+    };
+    for _ in 0..30 {
+        step(&mut c, C);
+    }
+    let fair = C / 10.0;
+    assert!((c.rate() - fair).abs() / fair < 1e-6, "{}", c.rate());
+    // 96 % busy (a KA code just below the fair share): RCP's law would
+    // raise R above C/10, where every flow jumps to the code above at once.
+    for _ in 0..50 {
+        step(&mut c, 0.96 * C);
+    }
+    assert!((c.rate() - fair).abs() / fair < 1e-6, "{}", c.rate());
+    // Half the link unused: κ rises as RCP's R would.
+    for _ in 0..50 {
+        step(&mut c, 0.5 * C);
+    }
+    assert!(c.rate() > 1.1 * fair, "{}", c.rate());
+}
