@@ -93,14 +93,17 @@
 //! RCP's (y = C, q = 0; κ = 1 when the accounting is exact).
 //!
 //! One exception: with two or more settled flows and at least 95 % of C
-//! arriving, κ does not rise above max(1, κ). KA's rate codes are coarse
-//! (at Fig. 2's 10–15 flows the code below C/N carries 96–97 % of C), so
-//! RCP's law would push R past the code boundary above C/N, and then all
-//! N flows would jump to the code above at once and build a queue. With
-//! the rule, Fig. 2's KA queue stays near its floor, where it used to
-//! peak at 27–55 packets every 0.7–2 s. On a link less than 95 % busy κ
-//! rises as before, so flows below their share (not yet "limited
-//! elsewhere") leave no capacity idle for long. For a lone flow κ stays
+//! arriving, κ does not rise above max(1, κ). KA's rate codes are coarse,
+//! so when the code below C/N carries less than C, RCP's law pushes R past
+//! the code boundary above C/N; then all N flows jump to the code above at
+//! once and build a queue, R falls back, and the cycle repeats. In Fig. 2
+//! with this controller (10–15 KA flows) the rule removes that cycle at
+//! N = 10 and 12 (queue at most 9 packets, was up to 98 and 81) and makes
+//! it rarer at 11, 14 and 15 (100 ms bins with 20+ packets: 9, 17 and 10,
+//! were 15, 22 and 16). At 13 it remains (26 such bins, were 23; the
+//! cause was not found). On a link less
+//! than 95 % busy κ rises as before, so flows below their share (not yet
+//! "limited elsewhere") leave at most 5 % of C idle. For a lone flow κ stays
 //! at its ceiling, the code above C, as with [`Rcp`](super::Rcp). Fig. 2
 //! with this controller keeps its checks (`ka-sim paper fig3-crowd`).
 //!
