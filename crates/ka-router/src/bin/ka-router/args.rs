@@ -102,8 +102,8 @@ pub struct Args {
     /// crowd only: safety factor on the share of the link the router learns a new connection
     /// fills in its first round trip. Larger: shorter queue, slower long flows. In the
     /// simulator at the paper's light load (150mbit, 100ms, 30 % load) the queue's 99th
-    /// percentile is 220-290 packets at 1, about 50 at the default and about 10 at 9, and
-    /// flows of 1000+ packets take 1.4, 1.6 and 2.1 times as long as with rcp.
+    /// percentile is about 300 packets at 1, 40-65 at the default and about 10 at 9, and
+    /// flows of 1000+ packets take 1.1, 1.5 and 2.1 times as long as with rcp.
     #[arg(long, value_name = "FACTOR", default_value_t = ka_router::controller::crowd::DEFAULT_CAUTION)]
     pub crowd_caution: f64,
     /// XCP α (with --signal xcp): weight of the spare bandwidth in the efficiency controller

@@ -45,6 +45,10 @@ pub(super) struct Active {
     pub m_at: Duration,
     /// Sends clearly below what it is told (a bottleneck elsewhere).
     pub limited: bool,
+    /// Its first-RTT demand while young, in [0, 1]: how far it has come
+    /// towards counting as a full flow (see [`Crowd`](super::Crowd),
+    /// "young").
+    pub ramp: f64,
 }
 
 /// One followed connection.
@@ -71,8 +75,10 @@ pub(super) struct Table {
     /// Active connections, and how many of them are limited elsewhere.
     pub active: usize,
     pub limited: usize,
-    /// Active connections still in their first round trip of activity.
+    /// Active connections still in their first round trip of activity,
+    /// and the sum of their `ramp`s.
     pub young: usize,
+    pub young_ramp: f64,
     /// Sum of the arrival rates of limited connections (B/ms), as of the
     /// last sweep.
     pub limited_m: f64,
@@ -128,6 +134,10 @@ impl Table {
                 }
                 if !a.learned {
                     add(&mut self.young);
+                    self.young_ramp = (self.young_ramp + sign as f64 * a.ramp).max(0.0);
+                    if self.young == 0 {
+                        self.young_ramp = 0.0;
+                    }
                 }
             }
         }
@@ -180,6 +190,7 @@ impl Table {
         self.active = 0;
         self.limited = 0;
         self.young = 0;
+        self.young_ramp = 0.0;
         self.limited_m = 0.0;
         for f in self.map.values() {
             match f.phase {
@@ -192,6 +203,7 @@ impl Table {
                     self.active += 1;
                     if !a.learned {
                         self.young += 1;
+                        self.young_ramp += a.ramp;
                     }
                     if a.limited {
                         self.limited += 1;
@@ -236,12 +248,16 @@ mod tests {
             m: 3.0,
             m_at: z,
             limited: true,
+            ramp: 0.25,
         };
         t.set_phase(&key(2), Phase::Active(a));
         assert_eq!(
             (t.pending, t.pending_g, t.active, t.limited),
             (1, 5.0, 1, 1)
         );
+        assert_eq!((t.young, t.young_ramp), (1, 0.25));
+        t.set_phase(&key(2), Phase::Active(Active { ramp: 0.75, ..a }));
+        assert_eq!((t.young, t.young_ramp), (1, 0.75));
         t.remove(&key(3));
         assert_eq!((t.pending, t.pending_g), (0, 0.0));
         t.sweep(|f| !matches!(f.phase, Phase::Announced { .. }));

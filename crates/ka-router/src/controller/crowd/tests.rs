@@ -237,3 +237,75 @@ fn restore_sets_r_and_idle_batches_match_steps() {
     let want = C / 3.0 * (0.01f64 * 50.0).exp();
     assert!((a.rate() - want).abs() / want < 1e-6, "{}", a.rate());
 }
+
+#[test]
+fn a_young_flow_counts_by_its_first_rtt_demand() {
+    // Caution 0: a newcomer of unknown size weighs nothing (w = 0), so
+    // what it counts for is its ramp alone.
+    let mut c = crowd(0.0);
+    c.on_packet(MS, &data(0)); // a settled flow (adopted)
+    assert!((c.rate() - C).abs() < 1e-6);
+    c.on_packet(MS, &syn(1));
+    c.on_packet(100 * MS, &data(1));
+    let g = c.rate_for(100 * MS, &data(1));
+    assert!(g > 0.0 && g < C / 2.0, "{g}");
+    // Its first paced packet: it counts for len / (g·d/16) of a flow.
+    let full = g * 100.0 / 16.0;
+    c.on_packet(200 * MS, &data(1));
+    let ramp = (1500.0 / full).min(1.0);
+    assert!(ramp < 1.0, "{ramp}");
+    let want = C / (1.0 + ramp);
+    assert!(
+        (c.rate() - want).abs() / want < 1e-6,
+        "{} vs {want}",
+        c.rate()
+    );
+    // More of its first RTT's demand: it counts fully.
+    let mut t = 200 * MS;
+    while c.rate() > C / 2.0 + 1e-6 {
+        t += MS;
+        c.on_packet(t, &data(1));
+        assert!(t < 210 * MS, "{}", c.rate());
+    }
+    assert!((c.rate() - C / 2.0).abs() / (C / 2.0) < 1e-6);
+    // It leaves: the settled flow gets the link back.
+    c.on_packet(t, &fin(1));
+    assert!((c.rate() - C).abs() < 1e-6, "{}", c.rate());
+}
+
+#[test]
+fn kappa_stays_at_one_on_a_full_link_and_rises_on_an_idle_one() {
+    let mut c = crowd(DEFAULT_CAUTION);
+    let mut t = MS;
+    // Each flow sends about its share (12 packets per 10 ms), so none
+    // counts as limited elsewhere; `y` is what the interval reports.
+    let mut step = |c: &mut Crowd, y: f64| {
+        t += 10 * MS;
+        for k in 0..12 {
+            for i in 0..10 {
+                c.on_packet(t + k * 800 * Duration::from_micros(1), &data(i));
+            }
+        }
+        // A ceiling above C, as a KA port's code above C.
+        c.on_interval(&Measurement {
+            max_rate: 1.5 * C,
+            ..interval(y)
+        })
+    };
+    for _ in 0..30 {
+        step(&mut c, C);
+    }
+    let fair = C / 10.0;
+    assert!((c.rate() - fair).abs() / fair < 1e-6, "{}", c.rate());
+    // 96 % busy (a KA code just below the fair share): RCP's law would
+    // raise R above C/10, where every flow jumps to the code above at once.
+    for _ in 0..50 {
+        step(&mut c, 0.96 * C);
+    }
+    assert!((c.rate() - fair).abs() / fair < 1e-6, "{}", c.rate());
+    // Half the link unused: κ rises as RCP's R would.
+    for _ in 0..50 {
+        step(&mut c, 0.5 * C);
+    }
+    assert!(c.rate() > 1.1 * fair, "{}", c.rate());
+}
