@@ -455,19 +455,10 @@ impl Experiment for XcpTransient {
                 let Some((win, _)) = tr("xcp") else {
                     return out;
                 };
-                for (v, who) in [
-                    (
-                        "xcp-rate-pure",
-                        "rate-based XCP paced at cwnd/min RTT (the seed's sender)",
-                    ),
-                    (
-                        "xcp-rate",
-                        "rate-based XCP paced at cwnd/srtt (DESIGN §8.4's sender)",
-                    ),
-                ] {
-                    let Some((rate, _)) = tr(v) else {
-                        continue;
-                    };
+                // The seed's sender (inter-packet time as its state)
+                // reproduces the seed's oscillation.
+                if let Some((rate, _)) = tr("xcp-rate-pure") {
+                    let who = "rate-based XCP paced at cwnd/min RTT (the seed's sender)";
                     let (a, b) = (rate.steady_rate_std(), win.steady_rate_std());
                     out.push(Claim::new(
                         format!("{who} oscillates (seed Fig. 6): std of the flows' 100 ms rates over the steady phases >= 2x window XCP's"),
@@ -479,6 +470,25 @@ impl Experiment for XcpTransient {
                         format!("{who} uses the queue more (seed Fig. 6): mean queue over the steady phases above window XCP's"),
                         format!("rate-based {}, window {}", opt(qa, " pkts", 1.0), opt(qb, " pkts", 1.0)),
                         matches!((qa, qb), (Some(a), Some(b)) if a > b),
+                    ));
+                }
+                // DESIGN §8.4's sender paces at cwnd/srtt: a growing queue
+                // (a longer srtt) slows it by itself, so it should stay as
+                // calm as window XCP — our claim, not the seed's.
+                if let Some((rate, _)) = tr("xcp-rate") {
+                    let who = "rate-based XCP paced at cwnd/srtt (DESIGN §8.4's sender)";
+                    let (a, b) = (rate.steady_rate_std(), win.steady_rate_std());
+                    let (qa, qb) = (rate.steady_queue(), win.steady_queue());
+                    out.push(Claim::new(
+                        format!("{who} does not oscillate (the srtt in its pacing damps the loop): rate std <= 1.5x window XCP's and mean steady queue <= 2x window XCP's"),
+                        format!(
+                            "std {} vs {}, queue {} vs {}",
+                            opt(a, " Mbit/s", 1e-6),
+                            opt(b, " Mbit/s", 1e-6),
+                            opt(qa, " pkts", 1.0),
+                            opt(qb, " pkts", 1.0)
+                        ),
+                        matches!((a, b, qa, qb), (Some(a), Some(b), Some(qa), Some(qb)) if a <= 1.5 * b && qa <= 2.0 * qb),
                     ));
                 }
             }
