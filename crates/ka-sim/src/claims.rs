@@ -116,7 +116,8 @@ fn cap_bps(r: &RunResult) -> f64 {
     r.hops.first().map_or(0.0, |h| h.capacity_bps as f64)
 }
 
-fn rtt_s(r: &RunResult) -> f64 {
+/// The base RTT (s) of a run's first flow (0.1 s without flows).
+pub(crate) fn rtt_s(r: &RunResult) -> f64 {
     r.flows.first().map_or(0.1, |f| to_secs(f.path.base_rtt))
 }
 
@@ -214,18 +215,28 @@ pub(crate) fn fig2(variant: &str, r: &RunResult) -> Vec<Claim> {
 /// Mean FCT (s) of the completed flows of a group by quarter-decade bucket:
 /// `(bucket, n, mean)`.
 fn buckets(r: &RunResult, group: &str) -> Vec<(usize, usize, f64)> {
-    let gi = r.scenario.groups.iter().position(|g| g.name == group);
+    pooled_buckets(&[r], group)
+}
+
+/// Mean FCT (s) and count per quarter-decade size bucket of the completed
+/// flows of group `group` in all of `runs`: `(bucket, n, mean)`.
+pub(crate) fn pooled_buckets(runs: &[&RunResult], group: &str) -> Vec<(usize, usize, f64)> {
     let mut acc: Vec<(usize, f64)> = Vec::new();
-    for f in r.flows.iter().filter(|f| Some(f.group) == gi) {
-        let (Some(size), Some(fct)) = (f.size_pkts, f.fct()) else {
-            continue;
-        };
-        let b = ((size.max(1) as f64).log10() * 4.0).floor() as usize;
-        if acc.len() <= b {
-            acc.resize(b + 1, (0, 0.0));
+    for r in runs {
+        let gi = r.scenario.groups.iter().position(|g| g.name == group);
+        for f in r.flows.iter().filter(|f| Some(f.group) == gi) {
+            let (Some(size), Some(fct)) = (f.size_pkts, f.fct()) else {
+                continue;
+            };
+            let b = ((size.max(1) as f64).log10() * 4.0).floor() as usize;
+            if acc.len() <= b {
+                acc.resize(b + 1, (0, 0.0));
+            }
+            if let Some(slot) = acc.get_mut(b) {
+                slot.0 += 1;
+                slot.1 += to_secs(fct);
+            }
         }
-        acc[b].0 += 1;
-        acc[b].1 += to_secs(fct);
     }
     acc.into_iter()
         .enumerate()
@@ -234,10 +245,41 @@ fn buckets(r: &RunResult, group: &str) -> Vec<(usize, usize, f64)> {
         .collect()
 }
 
-fn bucket_label(b: usize) -> String {
+/// The packet range of quarter-decade bucket `b`, e.g. "100-177".
+pub(crate) fn bucket_label(b: usize) -> String {
     let lo = 10f64.powf(b as f64 / 4.0).ceil();
     let hi = 10f64.powf((b + 1) as f64 / 4.0).ceil() - 1.0;
     format!("{lo}-{hi}")
+}
+
+/// Compares `mine` with `theirs` bucket by bucket (both `(bucket, n,
+/// mean)`), over the buckets both have with at least `min_n` flows: the
+/// largest `mine − theirs` gap with its bucket label, and the labels of
+/// the buckets whose gap exceeds `slack`.
+pub(crate) fn bucket_gaps(
+    mine: &[(usize, usize, f64)],
+    theirs: &[(usize, usize, f64)],
+    min_n: usize,
+    slack: f64,
+) -> (Option<(f64, String)>, Vec<String>) {
+    let mut worst: Option<(f64, String)> = None;
+    let mut fails = Vec::new();
+    for &(b, n, m) in mine {
+        let Some(&(_, nt, mt)) = theirs.iter().find(|x| x.0 == b) else {
+            continue;
+        };
+        if n < min_n || nt < min_n {
+            continue;
+        }
+        let gap = m - mt;
+        if worst.as_ref().is_none_or(|w| gap > w.0) {
+            worst = Some((gap, bucket_label(b)));
+        }
+        if gap > slack {
+            fails.push(bucket_label(b));
+        }
+    }
+    (worst, fails)
 }
 
 /// Mean FCT (s) of a group's completed flows with `lo <= size <= hi`.
@@ -258,24 +300,7 @@ fn fig3(results: &[(&str, RunResult)]) -> Vec<Claim> {
     let mut out = Vec::new();
     if let (Some(ka), Some(rcp)) = (find(results, "ka"), find(results, "rcp")) {
         let slack = 1.5 * rtt_s(ka);
-        let rb = buckets(rcp, "rcp");
-        let mut worst: Option<(f64, String)> = None;
-        let mut fails = Vec::new();
-        for (b, n, m) in buckets(ka, "ka") {
-            let Some(&(_, nr, mr)) = rb.iter().find(|x| x.0 == b) else {
-                continue;
-            };
-            if n < 20 || nr < 20 {
-                continue;
-            }
-            let gap = m - mr;
-            if worst.as_ref().is_none_or(|w| gap > w.0) {
-                worst = Some((gap, bucket_label(b)));
-            }
-            if gap > slack {
-                fails.push(bucket_label(b));
-            }
-        }
+        let (worst, fails) = bucket_gaps(&buckets(ka, "ka"), &buckets(rcp, "rcp"), 20, slack);
         let (gap, at) = worst.unwrap_or((f64::NAN, String::new()));
         out.push(Claim::new(
             "fig3: KA mean FCT <= RCP mean FCT + 1.5 RTT in every bucket with >= 20 flows",

@@ -33,7 +33,7 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, fct_curve, find, group_fct, mean_in, series_curve};
-use crate::claims::Claim;
+use crate::claims::{Claim, bucket_gaps, bucket_label, pooled_buckets, rtt_s};
 use crate::engine::{secs, to_secs};
 use crate::metrics::{self, Metric};
 use crate::paper::Figure;
@@ -99,39 +99,6 @@ fn p99(r: &RunResult) -> Option<f64> {
 
 fn ka_kept(r: &RunResult) -> Option<f64> {
     metrics::ka_kept_frac(&r.flows, secs(r.sim_seconds))
-}
-
-/// Mean FCT (s) and count per quarter-decade size bucket of the completed
-/// flows of group `group` in all of `runs`.
-fn pooled_buckets(runs: &[&RunResult], group: &str) -> Vec<(usize, usize, f64)> {
-    let mut acc: Vec<(usize, f64)> = Vec::new();
-    for r in runs {
-        let gi = r.scenario.groups.iter().position(|g| g.name == group);
-        for f in r.flows.iter().filter(|f| Some(f.group) == gi) {
-            let (Some(size), Some(fct)) = (f.size_pkts, f.fct()) else {
-                continue;
-            };
-            let b = ((size.max(1) as f64).log10() * 4.0).floor() as usize;
-            if acc.len() <= b {
-                acc.resize(b + 1, (0, 0.0));
-            }
-            if let Some(slot) = acc.get_mut(b) {
-                slot.0 += 1;
-                slot.1 += to_secs(fct);
-            }
-        }
-    }
-    acc.into_iter()
-        .enumerate()
-        .filter(|(_, (n, _))| *n > 0)
-        .map(|(b, (n, s))| (b, n, s / n as f64))
-        .collect()
-}
-
-fn bucket_label(b: usize) -> String {
-    let lo = 10f64.powf(b as f64 / 4.0).ceil();
-    let hi = 10f64.powf((b + 1) as f64 / 4.0).ceil() - 1.0;
-    format!("{lo}-{hi}")
 }
 
 /// The 64-flow crowd: (queue peak, drops, worst deviation of a flow's mean
@@ -261,23 +228,7 @@ fn fct_claims(results: &[(&str, RunResult)], out: &mut Vec<Claim>) {
     if !paper_rcp.is_empty() {
         let theirs = pooled_buckets(&paper_rcp, "rcp");
         let slack = 1.5 * ka.first().map_or(0.1, |r| rtt_s(r));
-        let mut worst: Option<(f64, String)> = None;
-        let mut fails = Vec::new();
-        for &(b, n, m) in &mine {
-            let Some(&(_, nt, mt)) = theirs.iter().find(|x| x.0 == b) else {
-                continue;
-            };
-            if n < 20 || nt < 20 {
-                continue;
-            }
-            let gap = m - mt;
-            if worst.as_ref().is_none_or(|w| gap > w.0) {
-                worst = Some((gap, bucket_label(b)));
-            }
-            if gap > slack {
-                fails.push(bucket_label(b));
-            }
-        }
+        let (worst, fails) = bucket_gaps(&mine, &theirs, 20, slack);
         let (g, at) = worst.unwrap_or((f64::NAN, String::new()));
         out.push(Claim::new(
             "fig3-crowd/ka: mean FCT <= the paper's native RCP + 1.5 RTT in every bucket with >= 20 flows",
@@ -285,10 +236,6 @@ fn fct_claims(results: &[(&str, RunResult)], out: &mut Vec<Claim>) {
             fails.is_empty() && g.is_finite(),
         ));
     }
-}
-
-fn rtt_s(r: &RunResult) -> f64 {
-    r.flows.first().map_or(0.1, |f| to_secs(f.path.base_rtt))
 }
 
 fn crowd64_claims(results: &[(&str, RunResult)], out: &mut Vec<Claim>) {

@@ -45,7 +45,7 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, find, series_curve};
-use crate::claims::Claim;
+use crate::claims::{Claim, bucket_label};
 use crate::engine::to_secs;
 use crate::metrics::{self, Metric};
 use crate::plot::{self, Curve, Panel};
@@ -168,12 +168,6 @@ fn buckets(r: &RunResult) -> Vec<(usize, usize, f64, f64)> {
         .filter(|(_, (n, _, _))| *n > 0)
         .map(|(b, (n, s, rtt))| (b, n, s / n as f64, rtt / n as f64))
         .collect()
-}
-
-fn bucket_label(b: usize) -> String {
-    let lo = 10f64.powf(b as f64 / 4.0).ceil();
-    let hi = 10f64.powf((b + 1) as f64 / 4.0).ceil() - 1.0;
-    format!("{lo}-{hi}")
 }
 
 /// Mean FCT (s) and count of the completed flows of `lo..=hi` packets.
