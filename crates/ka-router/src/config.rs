@@ -17,7 +17,7 @@ pub enum ControllerKind {
     #[default]
     Rcp,
     /// [`crate::Crowd`]: RCP's control law plus admission of newly
-    /// arriving flows, without the flash-crowd overflow (issue 14). Works
+    /// arriving flows, without RCP's flash-crowd overflow. Works
     /// with both explicit-rate carriers (KA and native RCP); uses the
     /// `rcp` knobs α, β and R_min.
     Crowd(CrowdConfig),

@@ -133,7 +133,7 @@
 //! [`Rcp`] (the default, the paper's) or [`Crowd`], which keeps RCP's
 //! update but follows TCP connections from their SYN and admits each new
 //! one at its expected share, so that flows starting together do not
-//! overflow the queue (issue 14; see [`controller::crowd`] for the design
+//! overflow the queue (see [`controller::crowd`] for the design
 //! and its costs). Controllers that look at packets
 //! ([`RateController::wants_packets`]) see every arrival
 //! ([`RateController::on_packet`]) and choose the rate of every packet that

@@ -1,4 +1,4 @@
-//! The `Crowd` controller through a real `Port`, in virtual time (issue 14).
+//! The `Crowd` controller through a real `Port`, in virtual time.
 //!
 //! N senders open TCP connections within 10 ms on an idle 150 Mbit/s port
 //! (1000-packet queue, 100 ms RTT) and then behave like the endpoints: a

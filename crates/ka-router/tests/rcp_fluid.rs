@@ -241,7 +241,7 @@ fn indicators_move_d_and_rcp_follows() {
 
 /// Data-centre scale (10 Gbit/s, 1 ms RTT, R sampled every 50 µs): 64
 /// senders join one every 0.5 ms, as long-lived flows arriving at a busy
-/// port do (a flash crowd of 64 at once is what issue 14's controller is
+/// port do (a flash crowd of 64 at once is what the crowd controller is
 /// for); the initial d is the default 100 ms. Within 100 ms of the first
 /// arrival R must be at C/64 ±5 % with at most 50 packets queued.
 #[test]

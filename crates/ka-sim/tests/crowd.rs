@@ -1,4 +1,4 @@
-//! Issue 14's worst case through the whole simulator (real endpoints, real
+//! The flash-crowd worst case through the whole simulator (real endpoints, real
 //! router ports): 64 flows start within 10 ms on an idle 150 Mbit/s link.
 //! With the crowd controller the queue stays short and nothing is dropped;
 //! with the paper's RCP the same crowd fills the 1000-packet queue.

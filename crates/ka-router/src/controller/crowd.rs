@@ -1,5 +1,7 @@
 //! [`Crowd`]: an explicit-rate controller that admits newly arriving flows
-//! without flash-crowd overflow (project issue 14).
+//! without flash-crowd overflow: at light load RCP hands every newcomer
+//! R ≈ C at once, so flows starting within one RTT overfill the queue
+//! (the XCP-vs-RCP seed's "flash crowd effect in RCP", §4.3).
 //!
 //! # The problem
 //!
@@ -159,11 +161,11 @@
 //! caution 2 leaves the queue's 99th percentile at 230–250 packets,
 //! caution 3 at 106–146, and flows of 1000+ packets take 1.29 to 1.53
 //! times as long as with the paper's RCP from caution 2 to 4. The default,
-//! 4, is the cheapest point measured that meets issue 14's queue bound in
+//! 4, is the cheapest point measured that meets the `fig3-crowd` queue bound (99th percentile ≤ 100 packets) in
 //! every seed (99th percentile 43–63 packets, zero drops; 3.5 reaches 161
 //! in one seed); its cost is mean FCT 10–53 % longer for flows of 100+
 //! packets (they give up part of their share to newcomers that turn out
-//! short). Issue 14's FCT check (within 10 % of the paper's KA) is not met
+//! short). The `fig3-crowd` FCT check (within 10 % of the paper's KA) is not met
 //! at any point that meets the queue bound.
 //!
 //! # Limits
@@ -229,7 +231,7 @@ impl CrowdConfig {
 }
 
 /// Default [`CrowdConfig::caution`]: the point of the light-load trade-off
-/// that keeps Fig. 3's queue within issue 14's bound (see [`Crowd`]).
+/// that keeps Fig. 3's queue within the `fig3-crowd` bound (see [`Crowd`]).
 pub const DEFAULT_CAUTION: f64 = 4.0;
 
 /// Default [`CrowdConfig::max_flows`].

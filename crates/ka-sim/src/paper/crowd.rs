@@ -1,4 +1,4 @@
-//! Issue 14: explicit rate without flash-crowd overflow. `ka-sim paper
+//! Explicit rate without flash-crowd overflow. `ka-sim paper
 //! fig3-crowd` runs the crowd controller (`ka_router::Crowd`) where the
 //! paper's RCP overflows, with the paper's RCP on the same scenarios as
 //! the reference:
@@ -10,7 +10,7 @@
 //! | `crowd64-{ka,rcp}`, `crowd64-paper-{ka,rcp}` | `fig3-crowd-64-{ka,rcp}.toml` | 64 flows start within 10 ms on an idle link |
 //! | `fig2-{ka,rcp}` | `fig3-crowd-fig2-{ka,rcp}.toml` | Fig. 2 (a flow joins every 10 s) with the crowd controller |
 //!
-//! The checks (issue 14), `[PASS]`/`[FAIL]`:
+//! The checks, `[PASS]`/`[FAIL]`:
 //!
 //! * Fig. 3, each carrier, three seeds: 99th percentile of the bottleneck
 //!   queue (the largest queue of each 100 ms bin) ≤ 100 packets, no drops;
@@ -280,7 +280,7 @@ impl Experiment for FlashCrowd {
     }
 
     fn about(&self) -> &'static str {
-        "Issue 14: the crowd controller at Fig. 3's load (3 seeds), in a 64-flow crowd and in Fig. 2, against the paper's RCP"
+        "Flash crowds: the crowd controller at Fig. 3's load (3 seeds), in a 64-flow crowd and in Fig. 2, against the paper's RCP"
     }
 
     fn title(&self) -> String {

@@ -13,7 +13,7 @@
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
 //! | fig7 | `mixed/` | `fig7-mixed.toml` (the topology of Fig. 6) |
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
-//! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`], issue 14) |
+//! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`]) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
 //! | testbed-light, testbed-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
