@@ -18,8 +18,10 @@
 
 use serde_json::{Value, json};
 
+use super::fmt_ms as ms;
 use super::{
-    Experiment, find, flow_rates, group_fct, mean_fct_from, mean_in, pct, queue_delays_ms,
+    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
+    mean_fct_from, mean_in, pct, queue_delays_ms,
 };
 use crate::claims::Claim;
 use crate::metrics::{self, Metric};
@@ -43,10 +45,6 @@ const VARIANTS: [(&str, &str); 4] = [
     ("cubic-fqcodel-ecn", "CUBIC, FQ-CoDel + ECN"),
     ("cubic-red", "CUBIC, RED"),
 ];
-
-fn ms(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.1} ms"))
-}
 
 impl Experiment for Aqm {
     fn name(&self) -> &'static str {
@@ -227,27 +225,10 @@ fn heavy_claims(results: &[(&str, RunResult)]) -> Vec<Claim> {
     };
     let (qk, qc) = (q("ka").unwrap_or_default(), q("cubic").unwrap_or_default());
     let (k50, k95, c95) = (pct(&qk, 0.5), pct(&qk, 0.95), pct(&qc, 0.95));
-    out.push(Claim::new(
-        "KA's queueing delay near 0 (paper Fig. 9): median < 5 ms, 95th percentile < 50 ms",
-        format!("median {}, p95 {}", ms(k50), ms(k95)),
-        k50.is_some_and(|v| v < 5.0) && k95.is_some_and(|v| v < 50.0),
-    ));
-    out.push(Claim::new(
-        "CUBIC on drop-tail fills the buffer (paper Fig. 9: above 1 s): 95th percentile > 500 ms",
-        ms(c95),
-        c95.is_some_and(|v| v > 500.0),
-    ));
+    out.push(fig9_ka_claim(k50, k95));
+    out.push(fig9_cubic_claim(c95));
     let (rk, rc) = (flow_rates(ka), flow_rates(cubic));
-    let (mk, mc) = (pct(&rk, 0.5), pct(&rc, 0.5));
-    out.push(Claim::new(
-        "KA's median per-flow throughput at least CUBIC's (paper Fig. 10)",
-        format!(
-            "KA {:.2} Mbit/s, CUBIC {:.2} Mbit/s",
-            mk.unwrap_or(0.0) / 1e6,
-            mc.unwrap_or(0.0) / 1e6
-        ),
-        matches!((mk, mc), (Some(k), Some(c)) if k >= c),
-    ));
+    out.push(fig10_claim(pct(&rk, 0.5), pct(&rc, 0.5)));
     if let Some(fq) = q("cubic-fqcodel-ecn") {
         let (f50, f95) = (pct(&fq, 0.5), pct(&fq, 0.95));
         out.push(Claim::new(

@@ -262,6 +262,46 @@ pub fn flow_rates(r: &RunResult) -> Vec<f64> {
     v
 }
 
+/// A value in milliseconds for a claim's text ("n/a" if missing).
+pub fn fmt_ms(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.1} ms"))
+}
+
+/// A rate in bit/s as Mbit/s for a claim's text ("n/a" if missing).
+pub fn fmt_mbps(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.2} Mbit/s", v / 1e6))
+}
+
+/// The paper's Fig. 9 check on KA: median queueing delay `k50` < 5 ms and
+/// 95th percentile `k95` < 50 ms (shared by `aqm-heavy` and the testbed).
+pub fn fig9_ka_claim(k50: Option<f64>, k95: Option<f64>) -> Claim {
+    Claim::new(
+        "KA's queueing delay near 0 (paper Fig. 9): median < 5 ms, 95th percentile < 50 ms",
+        format!("median {}, p95 {}", fmt_ms(k50), fmt_ms(k95)),
+        k50.is_some_and(|v| v < 5.0) && k95.is_some_and(|v| v < 50.0),
+    )
+}
+
+/// The paper's Fig. 9 check on CUBIC over drop-tail: 95th-percentile
+/// queueing delay `c95` > 500 ms.
+pub fn fig9_cubic_claim(c95: Option<f64>) -> Claim {
+    Claim::new(
+        "CUBIC on drop-tail fills the buffer (paper Fig. 9: above 1 s): 95th percentile > 500 ms",
+        fmt_ms(c95),
+        c95.is_some_and(|v| v > 500.0),
+    )
+}
+
+/// The paper's Fig. 10 check: KA's median per-flow throughput `mk` at
+/// least CUBIC's `mc` (bit/s).
+pub fn fig10_claim(mk: Option<f64>, mc: Option<f64>) -> Claim {
+    Claim::new(
+        "KA's median per-flow throughput at least CUBIC's (paper Fig. 10)",
+        format!("KA {}, CUBIC {}", fmt_mbps(mk), fmt_mbps(mc)),
+        matches!((mk, mc), (Some(k), Some(c)) if k >= c),
+    )
+}
+
 /// The `p`-quantile (0…1, nearest rank) of `sorted`.
 pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
     metrics::percentile(sorted, p)

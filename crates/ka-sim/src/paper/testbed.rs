@@ -25,8 +25,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    Experiment, find, flow_rates, group_fct, mean_fct_from, mean_fct_in, mean_in, pct,
-    queue_delays_ms,
+    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
+    mean_fct_from, mean_fct_in, mean_in, pct, queue_delays_ms,
 };
 use crate::claims::Claim;
 use crate::metrics::Metric;
@@ -147,14 +147,6 @@ fn secs(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.3} s"))
 }
 
-fn ms(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.1} ms"))
-}
-
-fn mbps(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{:.2} Mbit/s", v / 1e6))
-}
-
 /// The headline numbers of one run (simulated or real).
 pub fn headline(r: &RunResult) -> Value {
     let q = queue_delays_ms(r);
@@ -242,24 +234,12 @@ pub fn claims(load: TestbedLoad, results: &[(&str, &RunResult)]) -> Vec<Claim> {
             if let Some(ka) = get("ka") {
                 let qk = queue_delays_ms(ka);
                 let (k50, k95) = (pct(&qk, 0.5), pct(&qk, 0.95));
-                out.push(Claim::new(
-                    "KA's queueing delay near 0 (paper Fig. 9): median < 5 ms, 95th percentile < 50 ms",
-                    format!("median {}, p95 {}", ms(k50), ms(k95)),
-                    k50.is_some_and(|v| v < 5.0) && k95.is_some_and(|v| v < 50.0),
-                ));
+                out.push(fig9_ka_claim(k50, k95));
             }
-            out.push(Claim::new(
-                "CUBIC on drop-tail fills the buffer (paper Fig. 9: above 1 s): 95th percentile > 500 ms",
-                ms(c95),
-                c95.is_some_and(|v| v > 500.0),
-            ));
+            out.push(fig9_cubic_claim(c95));
             if let Some(ka) = get("ka") {
                 let (mk, mc) = (pct(&flow_rates(ka), 0.5), pct(&flow_rates(cubic), 0.5));
-                out.push(Claim::new(
-                    "KA's median per-flow throughput at least CUBIC's (paper Fig. 10)",
-                    format!("KA {}, CUBIC {}", mbps(mk), mbps(mc)),
-                    matches!((mk, mc), (Some(k), Some(c)) if k >= c),
-                ));
+                out.push(fig10_claim(mk, mc));
             }
         }
     }
