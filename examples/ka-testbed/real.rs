@@ -24,7 +24,7 @@ use anyhow::{Context as _, bail};
 use ka_router::shell::host::StealMeter;
 use ka_router::shell::testbed::{Side, Testbed};
 use ka_sim::qspec::QueueSpec;
-use ka_sim::scenario::{PortKind, QueueMeasureKnob, Scenario, Topology, Workload};
+use ka_sim::scenario::{ControllerKnob, PortKind, QueueMeasureKnob, Scenario, Topology, Workload};
 use ka_sim::sim::RunResult;
 
 use crate::hosts::MAX_SENDERS;
@@ -147,6 +147,16 @@ pub fn router_args(
     }
     if let Some(v) = k.beta {
         a.extend(["--beta".into(), v.to_string()]);
+    }
+    if let Some(c) = k.controller {
+        let name = match c {
+            ControllerKnob::Rcp => "rcp",
+            ControllerKnob::Crowd => "crowd",
+        };
+        a.extend(["--controller".into(), name.into()]);
+    }
+    if let Some(v) = k.crowd_caution {
+        a.extend(["--crowd-caution".into(), v.to_string()]);
     }
     if let Some(v) = k.initial_rtt_ms {
         a.extend(["--rtt".into(), ms(v)]);

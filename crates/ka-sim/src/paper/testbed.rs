@@ -45,11 +45,19 @@ pub enum TestbedLoad {
 }
 
 /// The schemes (variant name, plot label), in the paper's legend order.
-pub const SCHEMES: [(&str, &str); 4] = [
+pub const SCHEMES: [(&str, &str); 5] = [
     ("ka", "Kick-Ass"),
+    ("ka-crowd", "Kick-Ass, crowd controller"),
     ("cubic", "CUBIC"),
     ("cubic-fqcodel-ecn", "CUBIC on FQ-CoDel + ECN"),
     ("pcc", "PCC"),
+];
+
+/// The KA schemes the claims are checked for, with how the checks name
+/// them: the paper's RCP (`ka`) and the crowd controller (`ka-crowd`).
+pub const KA_SCHEMES: [(&str, &str); 2] = [
+    ("ka", "KA (paper RCP)"),
+    ("ka-crowd", "KA (crowd controller)"),
 ];
 
 /// Flow-size buckets (packets, `lo..hi`) of the per-bucket comparisons:
@@ -91,6 +99,9 @@ impl TestbedLoad {
     pub fn scenario_text(self, scheme: &str) -> Option<&'static str> {
         let text = match (self, scheme) {
             (TestbedLoad::Light, "ka") => include_str!("../../scenarios/testbed-light-ka.toml"),
+            (TestbedLoad::Light, "ka-crowd") => {
+                include_str!("../../scenarios/testbed-light-ka-crowd.toml")
+            }
             (TestbedLoad::Light, "cubic") => {
                 include_str!("../../scenarios/testbed-light-cubic.toml")
             }
@@ -99,6 +110,9 @@ impl TestbedLoad {
             }
             (TestbedLoad::Light, "pcc") => include_str!("../../scenarios/testbed-light-pcc.toml"),
             (TestbedLoad::Heavy, "ka") => include_str!("../../scenarios/testbed-heavy-ka.toml"),
+            (TestbedLoad::Heavy, "ka-crowd") => {
+                include_str!("../../scenarios/testbed-heavy-ka-crowd.toml")
+            }
             (TestbedLoad::Heavy, "cubic") => {
                 include_str!("../../scenarios/testbed-heavy-cubic.toml")
             }
@@ -197,11 +211,14 @@ pub fn claims(load: TestbedLoad, results: &[(&str, &RunResult)]) -> Vec<Claim> {
     match load {
         TestbedLoad::Light => {
             let c = mean_fct_from(cubic, 100);
-            if let Some(ka) = get("ka") {
+            for (v, who) in KA_SCHEMES {
+                let Some(ka) = get(v) else { continue };
                 let k = mean_fct_from(ka, 100);
                 let ratio = k.zip(c).map(|(k, c)| k / c);
                 out.push(Claim::new(
-                    "KA's mean FCT for flows of >= 100 packets <= 0.6x CUBIC's (paper Fig. 8: ~0.5x)",
+                    format!(
+                        "{who}: mean FCT for flows of >= 100 packets <= 0.6x CUBIC's (paper Fig. 8: ~0.5x)"
+                    ),
                     format!(
                         "KA {}, CUBIC {} ({})",
                         secs(k),
@@ -231,15 +248,16 @@ pub fn claims(load: TestbedLoad, results: &[(&str, &RunResult)]) -> Vec<Claim> {
         TestbedLoad::Heavy => {
             let qc = queue_delays_ms(cubic);
             let c95 = pct(&qc, 0.95);
-            if let Some(ka) = get("ka") {
+            out.push(fig9_cubic_claim(c95));
+            for (v, who) in KA_SCHEMES {
+                let Some(ka) = get(v) else { continue };
                 let qk = queue_delays_ms(ka);
                 let (k50, k95) = (pct(&qk, 0.5), pct(&qk, 0.95));
-                out.push(fig9_ka_claim(k50, k95));
-            }
-            out.push(fig9_cubic_claim(c95));
-            if let Some(ka) = get("ka") {
                 let (mk, mc) = (pct(&flow_rates(ka), 0.5), pct(&flow_rates(cubic), 0.5));
-                out.push(fig10_claim(mk, mc));
+                for mut claim in [fig9_ka_claim(k50, k95), fig10_claim(mk, mc)] {
+                    claim.what = format!("{who}: {}", claim.what);
+                    out.push(claim);
+                }
             }
         }
     }
