@@ -135,6 +135,10 @@ pub struct TcpConfig {
     /// true) or per ACK (false: RFC 2581 and ns-3 before 3.25; see
     /// [`NewReno`](crate::NewReno)). CUBIC ignores it.
     pub byte_counting: bool,
+    /// CUBIC ends slow start early on a delay increase or an ACK train, as
+    /// Linux's CUBIC does ([`CubicConfig::hystart`](crate::CubicConfig)).
+    /// Default false; the other controllers ignore it.
+    pub hystart: bool,
     /// Pace in TCP mode at the controller's `pacing_rate()`. Default off
     /// (plain window-limited bursts, like a classic TCP). A rate-based
     /// controller ([`CcAlgorithm::Pcc`]) is paced whatever this says.
@@ -216,6 +220,7 @@ impl Default for TcpConfig {
             initial_ssthresh: None,
             cc: CcAlgorithm::NewReno,
             byte_counting: true,
+            hystart: false,
             tcp_pacing: false,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_secs(1),

@@ -2,7 +2,24 @@
 //!
 //! Window arithmetic is done in segments (`f64`) and exposed in bytes:
 //!
-//! * Slow start is the same as [`super::NewReno`]'s (no HyStart++).
+//! * Slow start is the same as [`super::NewReno`]'s. With
+//!   [`CubicConfig::hystart`] it ends early, as Linux's `tcp_cubic` does by
+//!   default (`hystart=1`, `hystart_detect=3`; Ha & Rhee, "Taming the
+//!   elephants", 2008), when either sign of a full pipe shows, once the
+//!   window is at least 16 segments:
+//!   - *delay increase*: in a round trip (a round ends when an ACK covers a
+//!     segment sent after it began), the smallest of the first 8 RTT samples
+//!     exceeds the connection's minimum RTT by `clamp(min_rtt/8, 4 ms,
+//!     16 ms)`;
+//!   - *ACK train*: ACKs arriving at most 2 ms apart have spanned more than
+//!     half the minimum RTT since the round began.
+//!
+//!   Either sets `ssthresh = cwnd`, so the window enters congestion
+//!   avoidance without the overshoot and burst of losses that plain slow
+//!   start ends with on a deep buffer. Off by default (RFC 9438 leaves the
+//!   slow-start variant open; the paper's simulations use plain slow
+//!   start); the testbed scenarios turn it on to match the kernel's CUBIC
+//!   they are compared with.
 //! * Congestion avoidance: `W_cubic(t) = C·(t − K)³ + W_max` with
 //!   `K = ∛((W_max − cwnd_epoch)/C)`; per ACK the window moves towards
 //!   `target = W_cubic(t + srtt)` clamped to `[cwnd, 1.5·cwnd]` by
@@ -19,7 +36,7 @@
 use super::Controller;
 use super::window::{self, SlowStart};
 use crate::rtt::RttEstimator;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// CUBIC parameters.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +51,9 @@ pub struct CubicConfig {
     pub beta: f64,
     /// Fast convergence (RFC 9438 §4.7, on by default).
     pub fast_convergence: bool,
+    /// End slow start early on a delay increase or an ACK train, as
+    /// Linux's CUBIC does (see the module docs). Default off.
+    pub hystart: bool,
 }
 
 impl Default for CubicConfig {
@@ -44,6 +64,7 @@ impl Default for CubicConfig {
             c: 0.4,
             beta: 0.7,
             fast_convergence: true,
+            hystart: false,
         }
     }
 }
@@ -65,6 +86,67 @@ pub struct Cubic {
     epoch_start: Option<Instant>,
     recovery_start: Option<Instant>,
     ss_bytes_acked: usize,
+    hystart: HyStart,
+}
+
+/// HyStart's per-round state (Linux `tcp_cubic.c`'s names).
+#[derive(Debug, Clone, Default)]
+struct HyStart {
+    /// Slow start has been ended by HyStart (until the next RTO).
+    found: bool,
+    /// Start of the current round (`None` before the first).
+    round_start: Option<Instant>,
+    /// Last ACK of the current ACK train.
+    last_ack: Option<Instant>,
+    /// Smallest RTT sample of this round so far.
+    curr_rtt: Option<Duration>,
+    /// RTT samples taken this round.
+    samples: u32,
+}
+
+/// HyStart acts once the window is this many segments.
+const HYSTART_LOW_WINDOW: usize = 16;
+/// RTT samples per round before the delay test.
+const HYSTART_MIN_SAMPLES: u32 = 8;
+/// ACKs at most this far apart form a train.
+const HYSTART_ACK_DELTA: Duration = Duration::from_millis(2);
+/// Bounds of the delay-increase threshold.
+const HYSTART_DELAY_MIN: Duration = Duration::from_millis(4);
+const HYSTART_DELAY_MAX: Duration = Duration::from_millis(16);
+
+impl HyStart {
+    /// Feeds one ACK in slow start; `true` when the pipe is full.
+    fn on_ack(&mut self, now: Instant, sent: Instant, rtt: &RttEstimator) -> bool {
+        if self.round_start.is_none_or(|start| sent >= start) {
+            // A new round: the ACK covers a segment sent after the last
+            // round began.
+            self.round_start = Some(now);
+            self.last_ack = Some(now);
+            self.curr_rtt = None;
+            self.samples = 0;
+        }
+        let Some(min_rtt) = rtt.min_rtt() else {
+            return false;
+        };
+        // ACK train.
+        if let (Some(last), Some(start)) = (self.last_ack, self.round_start)
+            && now.saturating_duration_since(last) <= HYSTART_ACK_DELTA
+        {
+            self.last_ack = Some(now);
+            if now.saturating_duration_since(start) > min_rtt / 2 {
+                return true;
+            }
+        }
+        // Delay increase.
+        let sample = rtt.latest();
+        self.curr_rtt = Some(self.curr_rtt.map_or(sample, |c| c.min(sample)));
+        if self.samples < HYSTART_MIN_SAMPLES {
+            self.samples += 1;
+            return false;
+        }
+        let thresh = (min_rtt / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX);
+        self.curr_rtt.is_some_and(|c| c > min_rtt + thresh)
+    }
 }
 
 impl Cubic {
@@ -85,6 +167,7 @@ impl Cubic {
             epoch_start: None,
             recovery_start: None,
             ss_bytes_acked: 0,
+            hystart: HyStart::default(),
         }
     }
 
@@ -167,6 +250,15 @@ impl Controller for Cubic {
         if window::ack_ignored(self.recovery_start, sent, bytes, app_limited) {
             return;
         }
+        if self.cfg.hystart
+            && !self.hystart.found
+            && self.cwnd < self.ssthresh
+            && self.cwnd >= HYSTART_LOW_WINDOW * self.mss
+            && self.hystart.on_ack(now, sent, rtt)
+        {
+            self.hystart.found = true;
+            self.ssthresh = self.cwnd;
+        }
         let bytes = match window::slow_start(&mut self.cwnd, self.ssthresh, self.mss, bytes) {
             SlowStart::Off => bytes,
             SlowStart::Grew(inc) => {
@@ -204,6 +296,10 @@ impl Controller for Cubic {
         (self.cwnd, self.ssthresh) = window::after_loss(reduced, self.mss, is_rto);
         self.epoch_start = None;
         self.cwnd_seg = self.cwnd as f64 / mss;
+        if is_rto {
+            // Slow start again from one segment: HyStart may end it again.
+            self.hystart = HyStart::default();
+        }
     }
 
     fn window(&self) -> usize {
@@ -355,5 +451,83 @@ mod tests {
         let mut c = cubic();
         let traj = run(&mut c, t0, 100, 3);
         assert_eq!(traj, vec![20.0, 40.0, 80.0]);
+    }
+
+    /// Slow start for `rounds` round trips on a path of base RTT 100 ms:
+    /// the segments of a round are sent together when the round begins and
+    /// acked `spacing_ms` apart, each with the RTT `rtt_of(window at send)`.
+    /// Returns the window (segments) after each round.
+    fn slow_start_rounds(
+        hystart: bool,
+        rounds: usize,
+        spacing_ms: u64,
+        rtt_of: impl Fn(usize) -> Duration,
+    ) -> (Cubic, Vec<usize>) {
+        let mut c = Cubic::new(CubicConfig {
+            mss: MSS,
+            initial_window: 10 * MSS,
+            hystart,
+            ..CubicConfig::default()
+        });
+        let mut r = rtt(100);
+        let mut now = Instant::now();
+        let mut out = vec![];
+        for _ in 0..rounds {
+            let sent = now;
+            let segs = c.window() / MSS;
+            now += rtt_of(segs);
+            for _ in 0..segs {
+                now += Duration::from_millis(spacing_ms);
+                r.on_sample(rtt_of(segs));
+                c.on_ack(now, sent, MSS, false, &r);
+            }
+            out.push(c.window() / MSS);
+        }
+        (c, out)
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_on_a_delay_increase() {
+        // A standing queue of 5 ms per segment above 40 in flight; ACKs
+        // 5 ms apart (no ACK train). The round at 80 segments sees +200 ms
+        // (threshold clamp(100/8, 4, 16) = 12.5 ms) and ends slow start
+        // at its 9th ACK (8 samples first), at 80 + 8 segments.
+        let queue = |segs: usize| Duration::from_millis(100 + 5 * segs.saturating_sub(40) as u64);
+        let (c, w) = slow_start_rounds(true, 6, 5, queue);
+        assert_eq!(&w[..3], &[20, 40, 80], "{w:?}");
+        assert_eq!(c.ssthresh(), 88 * MSS, "{w:?}");
+        // then congestion avoidance: about a segment per round
+        assert!((88..=92).contains(&w[5]), "{w:?}");
+        // without HyStart the same path doubles on
+        let (c, w) = slow_start_rounds(false, 6, 5, queue);
+        assert_eq!(w, vec![20, 40, 80, 160, 320, 640]);
+        assert_eq!(c.ssthresh(), usize::MAX);
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_on_an_ack_train() {
+        // ACKs 2 ms apart, no queueing: the train of a round spans more
+        // than half the 100 ms minimum RTT once it has 26 ACKs, so slow
+        // start ends in the round at 40 segments, at 40 + 26 = 66.
+        let flat = |_| Duration::from_millis(100);
+        let (c, w) = slow_start_rounds(true, 4, 2, flat);
+        assert_eq!(&w[..2], &[20, 40], "{w:?}");
+        assert_eq!(c.ssthresh(), 66 * MSS, "{w:?}");
+        assert!(w[3] < 70, "{w:?}");
+        // ACKs 3 ms apart are no train: plain slow start
+        let (c, w) = slow_start_rounds(true, 4, 3, flat);
+        assert_eq!(w, vec![20, 40, 80, 160]);
+        assert_eq!(c.ssthresh(), usize::MAX);
+    }
+
+    #[test]
+    fn hystart_starts_over_after_an_rto() {
+        let queue = |segs: usize| Duration::from_millis(100 + 5 * segs.saturating_sub(40) as u64);
+        let (mut c, _) = slow_start_rounds(true, 4, 5, queue);
+        assert!(c.hystart.found);
+        let now = Instant::now() + Duration::from_secs(10);
+        c.on_congestion_event(now, now, true, c.window());
+        assert!(!c.hystart.found);
+        assert_eq!(c.window(), MSS);
     }
 }

@@ -236,17 +236,19 @@ impl CcAlgorithm {
     /// A fresh controller of this kind for the given MSS and initial window
     /// (bytes).
     pub fn build(self, mss: usize, initial_window: usize) -> Box<dyn Controller> {
-        self.build_with(mss, initial_window, true)
+        self.build_with(mss, initial_window, true, false)
     }
 
     /// [`CcAlgorithm::build`] with NewReno's counting rule chosen
     /// (`byte_counting: false` = per-ACK counting, see [`NewReno`]; CUBIC
-    /// XCP and PCC ignore it).
+    /// XCP and PCC ignore it) and CUBIC's slow-start exit
+    /// ([`CubicConfig::hystart`]; the others ignore it).
     pub fn build_with(
         self,
         mss: usize,
         initial_window: usize,
         byte_counting: bool,
+        hystart: bool,
     ) -> Box<dyn Controller> {
         match self {
             CcAlgorithm::NewReno => Box::new(NewReno::new(NewRenoConfig {
@@ -257,6 +259,7 @@ impl CcAlgorithm {
             CcAlgorithm::Cubic => Box::new(Cubic::new(CubicConfig {
                 mss,
                 initial_window,
+                hystart,
                 ..CubicConfig::default()
             })),
             CcAlgorithm::Xcp | CcAlgorithm::XcpRate | CcAlgorithm::XcpRatePure => {

@@ -109,7 +109,7 @@ pub(super) fn build_controller(
         Some(_) if !xcp => crate::cc::CcAlgorithm::NewReno,
         _ => cfg.cc,
     };
-    let mut cc = alg.build_with(mss, iw, cfg.byte_counting);
+    let mut cc = alg.build_with(mss, iw, cfg.byte_counting, cfg.hystart);
     cc.set_seed(seed);
     if let Some(ssthresh) = cfg.initial_ssthresh {
         cc.set_window(now, iw, ssthresh);

@@ -99,6 +99,10 @@ pub struct TcpKnobs {
     pub sack: Option<bool>,
     /// NewReno byte counting (RFC 3465/5681); false = per-ACK counting.
     pub byte_counting: Option<bool>,
+    /// CUBIC's HyStart (`ka_endpoint::CubicConfig::hystart`): end slow
+    /// start on a delay increase or an ACK train, as Linux does. Default
+    /// false.
+    pub hystart: Option<bool>,
     /// Window-update ACKs when the application's read opens the window.
     pub window_update_on_read: Option<bool>,
     /// ECN (RFC 3168): `true` = every endpoint asks for ECN on its active
@@ -141,6 +145,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.byte_counting {
             t.byte_counting = v;
+        }
+        if let Some(v) = self.hystart {
+            t.hystart = v;
         }
         if let Some(v) = self.window_update_on_read {
             t.window_update_on_read = v;

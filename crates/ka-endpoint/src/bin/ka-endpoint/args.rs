@@ -86,6 +86,11 @@ pub struct Common {
     #[arg(long, value_enum, default_value = "newreno")]
     pub cc: CcArg,
 
+    /// With `--cc cubic`: end slow start early when the RTT rises or ACKs arrive as a
+    /// train (HyStart, as Linux's CUBIC does by default), instead of at the first loss.
+    #[arg(long)]
+    pub hystart: bool,
+
     /// ECN (RFC 3168). `--ecn` alone = `on`: ask for ECN when connecting (and accept it when
     /// asked); ECN connections send data ECT(0), and a CE mark then counts as congestion —
     /// the window is cut once per RTT, and a KA sender leaves KA mode as after a loss.
@@ -261,6 +266,7 @@ impl Common {
             CcArg::XcpRatePure => CcAlgorithm::XcpRatePure,
             CcArg::Pcc => CcAlgorithm::Pcc,
         };
+        stack.tcp.hystart = self.hystart;
         stack.tcp.ecn = match self.ecn {
             EcnArg::On => EcnMode::On,
             EcnArg::Accept => EcnMode::Accept,
@@ -333,6 +339,7 @@ mod tests {
         assert!(!cfg.stack.tcp.ka.enabled);
         assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Cubic);
         assert_eq!(cfg.stack.tcp.ecn, EcnMode::Accept, "accept by default");
+        assert!(!cfg.stack.tcp.hystart, "plain slow start by default");
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
             s.common.kernel_side().unwrap(),
@@ -349,6 +356,24 @@ mod tests {
             ])
             .is_err()
         );
+        let cli = Cli::try_parse_from([
+            "ka-endpoint",
+            "send",
+            "--addr",
+            "10.0.1.1/24",
+            "--to",
+            "10.0.2.1:5001",
+            "--bytes",
+            "1M",
+            "--cc",
+            "cubic",
+            "--hystart",
+        ])
+        .unwrap();
+        let Cmd::Send(s) = cli.cmd else {
+            panic!("not send")
+        };
+        assert!(s.common.driver_config().stack.tcp.hystart);
     }
 
     #[test]
