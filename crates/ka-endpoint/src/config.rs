@@ -48,6 +48,16 @@ pub struct KaConfig {
     /// phases of a legacy queue shared with synchronised TCP flows.
     /// Default 8.
     pub clear_srtts: f64,
+    /// A loss (or an ECN echo) in KA mode ends KA mode (paper §II-C: the
+    /// network dropped a packet, so the signal cannot be trusted). Default
+    /// true. `false` keeps the connection at the signalled rate through
+    /// losses, retransmitting what was lost, and leaves KA mode only by a
+    /// retransmission timeout or by silence: for hosts whose whole path
+    /// beyond the first hop is another congestion controller's business,
+    /// such as the sites behind a DCC middlebox (DESIGN §8.7), which owns
+    /// the middle segment and answers its losses by lowering the rate it
+    /// signals.
+    pub loss_leaves_ka: bool,
 }
 
 impl Default for KaConfig {
@@ -62,6 +72,7 @@ impl Default for KaConfig {
             silence_srtts: 1.0,
             native_rcp: false,
             clear_srtts: 8.0,
+            loss_leaves_ka: true,
         }
     }
 }

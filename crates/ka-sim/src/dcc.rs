@@ -74,7 +74,13 @@
 //!   carrier. **Deviation from the seed:** its LCCP feedback goes from the
 //!   middlebox straight to the host; ours rides the data to the receiver
 //!   and comes back in its ACKs (KA's path), so it takes one end-to-end
-//!   RTT instead of a local one.
+//!   RTT instead of a local one. Site hosts stay in KA mode through
+//!   losses (`ka_endpoint::KaConfig::loss_leaves_ka = false`, unless the
+//!   scenario's `[tcp] ka_leave_on_loss` says otherwise; [`host_tcp`]):
+//!   congestion beyond the middlebox is its aggregate controller's to
+//!   answer, and a host that fell back to TCP on every middle-segment loss
+//!   would leave the aggregate's rate unused (with MulTCP against two TCP
+//!   flows on RED, the hosts used 0.22–0.34 of the segment that way).
 //! * `local = "tcp"`: the aggregate port is a drop-tail shaper at the
 //!   aggregate's rate (segments, no LCCP); with `aggregate = "none"`, plain
 //!   end-to-end TCP.
@@ -520,6 +526,23 @@ pub fn ka_scale(scenario: &Scenario) -> Scale {
         crate::scenario::Topology::Dcc(d) => d.lccp_scale.scale(),
         _ => Scale::PAPER,
     }
+}
+
+/// The `[tcp]` knobs of the hosts of a group attached at router `from`:
+/// site hosts behind a middlebox with LCCP (`dcc`, `local = "lccp"`,
+/// `from` = MA or MB) do not leave KA mode on a loss unless the scenario
+/// says so (`ka_leave_on_loss`): the middlebox owns the middle segment,
+/// whose losses reach its aggregate controller and come back to the hosts
+/// as a lower LCCP rate (see the module docs, "Local segments").
+pub fn host_tcp(scenario: &Scenario, from: usize) -> crate::scenario::TcpKnobs {
+    let mut tcp = scenario.tcp;
+    if let crate::scenario::Topology::Dcc(d) = &scenario.topology
+        && d.local == LocalSegment::Lccp
+        && (from == SITE_A || from == SITE_B)
+    {
+        tcp.ka_leave_on_loss = tcp.ka_leave_on_loss.or(Some(false));
+    }
+    tcp
 }
 
 /// Reports what the middle segment does to one direction's aggregate

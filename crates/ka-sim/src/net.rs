@@ -344,6 +344,7 @@ where
     let mut stream = 0u64;
     for (gi, g) in scenario.groups.iter().enumerate() {
         let to = g.to.unwrap_or(m);
+        let tcp = crate::dcc::host_tcp(scenario, g.from);
         let path_delay: SimTime = hop_delay[g.from..to].iter().sum();
         let path_bps = hops[g.from..to]
             .iter()
@@ -402,7 +403,7 @@ where
                 seed: scenario.seed,
                 duration,
                 clock,
-                tcp: scenario.tcp,
+                tcp,
                 ka_scale,
             };
             stream += 1;
@@ -420,7 +421,7 @@ where
                 seed: scenario.seed,
                 duration,
                 clock,
-                tcp: scenario.tcp,
+                tcp,
                 ka_scale,
             };
             let d_node = b.engine.add_node(SimNode::Host(make_host(&receiver)?));

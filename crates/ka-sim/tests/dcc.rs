@@ -127,22 +127,22 @@ const RED_MIDDLE: &str = "middle_queue_pkts = 40\n\
     middle_queue = { kind = \"red\", min_th = 10.0, max_th = 30.0, ecn = false }";
 
 /// MulTCP (weight N = 2) against M = 2 long-lived TCP flows that cross the
-/// middle segment (RED): the aggregate claims at least its share N/(N+M)
-/// = 1/2 of the middle segment — its rate, the middlebox port's capacity,
-/// averages ≥ 0.5·C — the segment stays busy, and the rate moves with
-/// MulTCP's sawtooth.
+/// middle segment (RED): the aggregate converges to its share N/(N+M) =
+/// 1/2 of the middle segment within the tolerance `ka_router::aggregate`
+/// documents — its hosts' bytes within 25 % of it, its rate (the
+/// middlebox port's capacity) within 40 % — the segment stays busy, and
+/// the rate moves with MulTCP's sawtooth. Measured over seeds 1–6: hosts'
+/// bytes 0.58–0.62 of the segment, rate 0.63–0.69 of C. The aggregate is
+/// paced and TCP is bursty, so RED drops a TCP flow's packet a little more
+/// often than the aggregate's.
 ///
-/// What the aggregate's hosts *send* is less: measured over seeds 1–8,
-/// 0.22–0.34 of the segment's bytes (the middlebox's rate, seeds 1–4, 3.3–3.7 of
-/// 4 Mbit/s). A RED drop in the middle segment reaches the LCCP hosts end
-/// to end, and a KA host that loses a packet leaves KA mode (paper
-/// §II-C3): the four hosts spend 10–40 % of the time in TCP mode and leave
-/// the aggregate's rate unused. Documented in docs/RESULTS.md (DCC); a
-/// middlebox that hides middle-segment losses from LCCP hosts would need
-/// retransmission in the middlebox, which the seed rules out (§2).
+/// The LCCP hosts stay in KA mode through middle-segment losses
+/// (`crate::dcc::host_tcp`); when they fell back to TCP on each one, they
+/// used only 0.22–0.34 of the segment (seeds 1–8) while the rate sat at
+/// 0.82–0.92 of C, unused.
 #[test]
 fn multcp_takes_the_share_of_n_tcp_flows() {
-    for seed in [1, 2] {
+    for seed in [1, 2, 3] {
         multcp_share(seed);
     }
 }
@@ -170,14 +170,13 @@ fn multcp_share(seed: u64) {
         .mean_between(Metric::CapacityBps, "port:ma", from, to)
         .unwrap();
     assert!(
-        (0.5..=0.95).contains(&(rate / 4e6)),
-        "seed {seed}: aggregate rate {rate:.0} bit/s of 4 Mbit/s"
+        (0.5..=0.7).contains(&(rate / 4e6)),
+        "seed {seed}: aggregate rate {rate:.0} bit/s of 4 Mbit/s (share 0.5: at least it, at most 1.4x)"
     );
-    // The hosts use part of it (see above), but never starve.
     let share = agg / (agg + cross);
     assert!(
-        (0.15..=0.65).contains(&share),
-        "seed {seed}: aggregate share {share:.3} (aggregate {agg:.0}, cross {cross:.0} bit/s)"
+        (0.4..=0.625).contains(&share),
+        "seed {seed}: aggregate share {share:.3} (aggregate {agg:.0}, cross {cross:.0} bit/s; 0.5 within 25 %)"
     );
     assert!(
         (agg + cross) / 4e6 > 0.9,

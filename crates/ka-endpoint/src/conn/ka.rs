@@ -620,6 +620,11 @@ impl Connection {
         if !self.ka.enabled {
             return;
         }
+        if !self.cfg.ka.loss_leaves_ka && reason != ModeReason::Timeout {
+            // The signalling router owns congestion control beyond it
+            // (`KaConfig::loss_leaves_ka`): stay at its rate.
+            return;
+        }
         self.ka.last_loss = Some(now);
         if self.ka.mode == Mode::Ka {
             let w = self.ka_window();

@@ -103,6 +103,10 @@ pub struct TcpKnobs {
     /// start on a delay increase or an ACK train, as Linux does. Default
     /// false.
     pub hystart: Option<bool>,
+    /// A loss in KA mode ends KA mode (`ka_endpoint::KaConfig::loss_leaves_ka`;
+    /// default true, except for the site hosts of a `dcc` topology with
+    /// `local = "lccp"`, whose middlebox owns the middle segment).
+    pub ka_leave_on_loss: Option<bool>,
     /// Window-update ACKs when the application's read opens the window.
     pub window_update_on_read: Option<bool>,
     /// ECN (RFC 3168): `true` = every endpoint asks for ECN on its active
@@ -148,6 +152,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.hystart {
             t.hystart = v;
+        }
+        if let Some(v) = self.ka_leave_on_loss {
+            t.ka.loss_leaves_ka = v;
         }
         if let Some(v) = self.window_update_on_read {
             t.window_update_on_read = v;
