@@ -680,3 +680,39 @@ fn below_the_indicator_rate_the_flow_still_hears_r_rise() {
         "sent {sent} B/s"
     );
 }
+
+/// With `KaConfig::loss_leaves_ka = false` (hosts behind a DCC middlebox)
+/// the same loss episode as above leaves the flow in KA mode at the
+/// signalled rate, retransmitting what was lost; a path that drops
+/// everything still ends KA mode (its signals stop).
+#[test]
+fn a_loss_keeps_ka_mode_when_the_router_owns_congestion() {
+    use ka_codec::scale::Code;
+    let mut tcp = test_tcp();
+    tcp.ka.loss_leaves_ka = false;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, test_tcp()), ONE_WAY, 43);
+    let drop_from = drop_data_window(&mut net);
+    net.ab.hops.push(Hop::Stamp(Code::from_len(520).unwrap()));
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(60_000_000, 5), false);
+    net.run_for(Duration::from_secs(2));
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+    let retx_before = net.a.conn(h).unwrap().stats().retransmits;
+    drop_from.set(Some(net.now));
+    net.run_for(Duration::from_millis(500));
+    let st = net.a.conn(h).unwrap().stats();
+    assert!(st.retransmits > retx_before, "the episode lost data");
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+    assert!(
+        mode_changes(&net, h).iter().all(|(_, m)| m.to == Mode::Ka),
+        "{:?}",
+        mode_changes(&net, h)
+    );
+    // a path that drops every data packet: silence ends KA mode
+    net.ab.hops[0] = Hop::Filter(Box::new(|_, pkt| pkt.len() > 1000));
+    assert!(net.run_until(Duration::from_secs(3), |n| {
+        n.a.conn(h).is_some_and(|c| c.mode() == Mode::Tcp)
+    }));
+    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!(m.reason, ModeReason::Silence);
+}
