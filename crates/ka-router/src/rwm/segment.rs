@@ -7,50 +7,34 @@ use ka_codec::wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use ka_codec::wire::ipv6;
 use ka_codec::wire::tcp::{TcpOptions, TcpPacket};
 
-/// One end of a connection: address (IPv4 as `::ffff:a.b.c.d`) and port.
-pub(crate) type Endpoint = ([u8; 16], u16);
-
-/// A connection's key, the same for both directions: the two endpoints in
-/// ascending order ("low", "high") and the IP version.
+/// A connection's key, the same for both directions: its two endpoints
+/// in ascending order ("low", "high"), packed into integers so ordering
+/// and hashing them are a few instructions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FlowKey {
-    pub(crate) low: Endpoint,
-    pub(crate) high: Endpoint,
-    pub(crate) v6: bool,
+pub(crate) enum FlowKey {
+    /// IPv4: each endpoint as `address << 16 | port`.
+    V4 {
+        /// The smaller endpoint.
+        low: u64,
+        /// The larger endpoint.
+        high: u64,
+    },
+    /// IPv6: the endpoints ordered by (address, port); the addresses, and
+    /// both ports as `low_port << 16 | high_port`.
+    V6 {
+        /// The smaller endpoint's address.
+        low: u128,
+        /// The larger endpoint's address.
+        high: u128,
+        /// Both ports.
+        ports: u32,
+    },
 }
 
-/// One write into the (keyed, SipHash) hasher instead of the derived
-/// field-by-field writes, and only the bytes that can differ: 12 for IPv4
-/// (addresses and ports) plus a version byte, 36 + 1 for IPv6. The table
-/// lookup is on every packet.
-impl std::hash::Hash for FlowKey {
-    #[inline]
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut b = [0u8; 37];
-        let ports = |p: u16, q: u16| {
-            let ([a, b], [c, d]) = (p.to_be_bytes(), q.to_be_bytes());
-            [a, b, c, d]
-        };
-        let n = if self.v6 {
-            let (lo, rest) = b.split_at_mut(16);
-            lo.copy_from_slice(&self.low.0);
-            let (hi, rest) = rest.split_at_mut(16);
-            hi.copy_from_slice(&self.high.0);
-            let (p, rest) = rest.split_at_mut(4);
-            p.copy_from_slice(&ports(self.low.1, self.high.1));
-            rest.copy_from_slice(&[6]);
-            37
-        } else {
-            let [.., a0, a1, a2, a3] = self.low.0;
-            let [.., b0, b1, b2, b3] = self.high.0;
-            let [p0, p1, q0, q1] = ports(self.low.1, self.high.1);
-            let v4 = [a0, a1, a2, a3, b0, b1, b2, b3, p0, p1, q0, q1, 4];
-            if let Some(d) = b.get_mut(..13) {
-                d.copy_from_slice(&v4);
-            }
-            13
-        };
-        state.write(b.get(..n).unwrap_or(&b));
+impl FlowKey {
+    /// An IPv6 connection.
+    pub(crate) fn is_v6(&self) -> bool {
+        matches!(self, FlowKey::V6 { .. })
     }
 }
 
@@ -80,65 +64,62 @@ pub(crate) struct Segment {
     pub(crate) tcp_at: usize,
 }
 
-fn mapped(a: [u8; 4]) -> [u8; 16] {
-    let [a, b, c, d] = a;
-    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d]
-}
-
 /// Parses `packet` (a whole IP packet) down to its TCP header.
 #[inline]
 pub(crate) fn parse(packet: &[u8]) -> Result<Segment, Skip> {
-    let (src, dst, tcp_at, end, v6) = match ka_codec::wire::ip_version(packet) {
+    match ka_codec::wire::ip_version(packet) {
         Some(4) => {
             let ip = Ipv4Packet::new_checked(packet).map_err(|_| Skip::Malformed)?;
             if ip.protocol() != PROTO_TCP || ip.frag_offset() != 0 {
                 return Err(Skip::NotTcp);
             }
-            (
-                mapped(ip.src_addr()),
-                mapped(ip.dst_addr()),
-                ip.header_len(),
-                ip.total_len(),
-                false,
-            )
+            let (tcp_at, end) = (ip.header_len(), ip.total_len());
+            let tcp = tcp_view(packet, tcp_at, end)?;
+            let ep =
+                |a: [u8; 4], port: u16| (u64::from(u32::from_be_bytes(a)) << 16) | u64::from(port);
+            let s = ep(ip.src_addr(), tcp.src_port());
+            let d = ep(ip.dst_addr(), tcp.dst_port());
+            let (key, from) = if s <= d {
+                (FlowKey::V4 { low: s, high: d }, 0)
+            } else {
+                (FlowKey::V4 { low: d, high: s }, 1)
+            };
+            Ok(segment(&tcp, key, from, tcp_at))
         }
         Some(6) => {
             let l = ipv6::layout(packet).map_err(|_| Skip::Malformed)?;
-            let Some((proto, at)) = l.upper else {
+            let Some((proto, tcp_at)) = l.upper else {
                 return Err(Skip::NotTcp); // a non-first fragment
             };
             if proto != PROTO_TCP {
                 return Err(Skip::NotTcp);
             }
             let ip = ipv6::Ipv6Packet::new_checked(packet).map_err(|_| Skip::Malformed)?;
-            (ip.src_addr(), ip.dst_addr(), at, ip.total_len(), true)
+            let tcp = tcp_view(packet, tcp_at, ip.total_len())?;
+            let s = (u128::from_be_bytes(ip.src_addr()), tcp.src_port());
+            let d = (u128::from_be_bytes(ip.dst_addr()), tcp.dst_port());
+            let ((lo, lp), (hi, hp), from) = if s <= d { (s, d, 0) } else { (d, s, 1) };
+            let key = FlowKey::V6 {
+                low: lo,
+                high: hi,
+                ports: (u32::from(lp) << 16) | u32::from(hp),
+            };
+            Ok(segment(&tcp, key, from, tcp_at))
         }
-        _ => return Err(Skip::NotTcp),
-    };
+        _ => Err(Skip::NotTcp),
+    }
+}
+
+/// The TCP header at `tcp_at`, within the IP packet's `end`.
+#[inline]
+fn tcp_view(packet: &[u8], tcp_at: usize, end: usize) -> Result<TcpPacket<&[u8]>, Skip> {
     let bytes = packet.get(tcp_at..end).ok_or(Skip::Malformed)?;
-    let tcp = TcpPacket::new_checked(bytes).map_err(|_| Skip::Malformed)?;
-    let s = (src, tcp.src_port());
-    let d = (dst, tcp.dst_port());
-    let (key, from) = if s <= d {
-        (
-            FlowKey {
-                low: s,
-                high: d,
-                v6,
-            },
-            0,
-        )
-    } else {
-        (
-            FlowKey {
-                low: d,
-                high: s,
-                v6,
-            },
-            1,
-        )
-    };
-    Ok(Segment {
+    TcpPacket::new_checked(bytes).map_err(|_| Skip::Malformed)
+}
+
+#[inline]
+fn segment(tcp: &TcpPacket<&[u8]>, key: FlowKey, from: usize, tcp_at: usize) -> Segment {
+    Segment {
         key,
         from,
         flags: tcp.flags(),
@@ -147,7 +128,7 @@ pub(crate) fn parse(packet: &[u8]) -> Result<Segment, Skip> {
         dst_port: tcp.dst_port(),
         window: tcp.window(),
         tcp_at,
-    })
+    }
 }
 
 /// The TCP options of the segment at `tcp_at` (SYNs only: MSS and window
