@@ -212,6 +212,10 @@ pub struct Rwm {
     config: RwmConfig,
     clock: Clock,
     now: u64,
+    /// The table's next check (granule end, earliest deadline) as an
+    /// `Instant`: before it, a segment on the fast path needs no clock
+    /// arithmetic at all, one comparison.
+    check_at: Instant,
     table: Table,
     stats: RwmStats,
 }
@@ -248,6 +252,7 @@ impl Rwm {
             table: Table::new(config.max_flows, config.max_half_open, &rate, timers),
             clock: Clock::new(now),
             now: 0,
+            check_at: now,
             stats: RwmStats::default(),
             config,
         })
@@ -293,10 +298,21 @@ impl Rwm {
     }
 
     fn advance(&mut self, now: Instant) -> u64 {
+        let t = self.time(now);
+        self.table.expire(t);
+        self.sync_check();
+        t
+    }
+
+    /// `now` in ns, never earlier than a time already seen.
+    fn time(&mut self, now: Instant) -> u64 {
         let t = self.clock.ns(now).max(self.now);
         self.now = t;
-        self.table.expire(t);
         t
+    }
+
+    fn sync_check(&mut self) {
+        self.check_at = self.clock.instant(self.table.next_check());
     }
 
     fn class_of(&self, responder_port: u16) -> u8 {
@@ -315,11 +331,13 @@ impl Rwm {
     /// changes the packet's length or anything but the TCP window and
     /// checksum.
     pub fn process(&mut self, now: Instant, side: Side, packet: &mut [u8]) -> RwmOutcome {
-        let t = self.advance(now);
+        if now >= self.check_at {
+            self.advance(now);
+        }
         match segment::parse(packet) {
             Ok(seg) => {
                 let fp = self.table.fingerprint(&seg.key);
-                self.process_segment(t, side, packet, &seg, fp)
+                self.process_segment(now, side, packet, &seg, fp)
             }
             Err(skip) => self.skipped(skip),
         }
@@ -342,7 +360,7 @@ impl Rwm {
     #[inline]
     fn process_segment(
         &mut self,
-        t: u64,
+        now: Instant,
         side: Side,
         packet: &mut [u8],
         seg: &segment::Segment,
@@ -354,7 +372,9 @@ impl Rwm {
             Probe::Found(pos) => pos,
             Probe::Absent(_) => {
                 if flags & (SYN | ACK | RST) == SYN {
+                    let t = self.time(now);
                     self.on_new_syn(packet, seg, fp, t);
+                    self.sync_check();
                     return RwmOutcome::Handshake;
                 }
                 self.stats.untracked += 1;
@@ -369,7 +389,10 @@ impl Rwm {
         if flags & (SYN | RST | FIN) == 0 && hot.is_fast(self.table.epoch()) {
             return self.cap_window(packet, side, seg, &hot);
         }
-        self.slow_path(t, side, packet, seg, fp, pos, hot)
+        let t = self.time(now);
+        let outcome = self.slow_path(t, side, packet, seg, fp, pos, hot);
+        self.sync_check();
+        outcome
     }
 
     /// Everything but the common case: handshakes, RST, FIN, a flow to

@@ -230,6 +230,11 @@ impl Table {
         self.buckets.get(pos)
     }
 
+    /// When [`Table::expire`] next has something to do (ns).
+    pub(crate) fn next_check(&self) -> u64 {
+        self.next_check
+    }
+
     /// The current granule's low byte (compare with [`Hot::is_fast`]).
     #[inline]
     pub(crate) fn epoch(&self) -> u8 {
