@@ -371,14 +371,7 @@ impl Rwm {
         let pos = match self.table.probe(fp) {
             Probe::Found(pos) => pos,
             Probe::Absent(_) => {
-                if flags & (SYN | ACK | RST) == SYN {
-                    let t = self.time(now);
-                    self.on_new_syn(packet, seg, fp, t);
-                    self.sync_check();
-                    return RwmOutcome::Handshake;
-                }
-                self.stats.untracked += 1;
-                return RwmOutcome::Untracked;
+                return self.absent(now, packet, seg, fp);
             }
         };
         let Some(&hot) = self.table.hot(pos) else {
@@ -389,10 +382,48 @@ impl Rwm {
         if flags & (SYN | RST | FIN) == 0 && hot.is_fast(self.table.epoch()) {
             return self.cap_window(packet, side, seg, &hot);
         }
+        self.not_fast(now, side, packet, seg, fp, pos, hot)
+    }
+
+    /// [`Rwm::process_segment`] beyond the common case, out of line so the
+    /// common case keeps a small stack frame.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn not_fast(
+        &mut self,
+        now: Instant,
+        side: Side,
+        packet: &mut [u8],
+        seg: &segment::Segment,
+        fp: u64,
+        pos: u32,
+        hot: Hot,
+    ) -> RwmOutcome {
         let t = self.time(now);
         let outcome = self.slow_path(t, side, packet, seg, fp, pos, hot);
         self.sync_check();
         outcome
+    }
+
+    /// A segment of a connection not in the table.
+    #[cold]
+    #[inline(never)]
+    fn absent(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        seg: &segment::Segment,
+        fp: u64,
+    ) -> RwmOutcome {
+        if seg.flags & (SYN | ACK | RST) == SYN {
+            let t = self.time(now);
+            self.on_new_syn(packet, seg, fp, t);
+            self.sync_check();
+            return RwmOutcome::Handshake;
+        }
+        self.stats.untracked += 1;
+        RwmOutcome::Untracked
     }
 
     /// Everything but the common case: handshakes, RST, FIN, a flow to
@@ -532,7 +563,7 @@ impl Rwm {
     }
 
     /// Lowers the window of a segment of an established flow to its cap.
-    #[inline]
+    #[inline(always)]
     fn cap_window(
         &mut self,
         packet: &mut [u8],
