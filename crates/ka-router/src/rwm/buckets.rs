@@ -135,7 +135,11 @@ impl Hot {
     /// Endpoint `e`'s window shift.
     #[inline]
     pub(crate) fn wscale(&self, e: usize) -> u8 {
-        (self.wscale >> ((e & 1) * 4)) & 0x0F
+        if e == 0 {
+            self.wscale & 0x0F
+        } else {
+            self.wscale >> 4
+        }
     }
 
     /// Both shifts (each at most 15).
@@ -228,21 +232,16 @@ impl Buckets {
             let Some(bucket) = self.buckets.get(b) else {
                 break;
             };
-            // Branch-free over the four ways: which way matches is
-            // random from packet to packet, a branch on it mispredicts.
-            let (mut hit, mut free_ways, mut empty) = (0u32, 0u32, false);
+            let mut empty = false;
             for (w, e) in bucket.0.iter().enumerate() {
                 let occ = e.flags & OCC;
-                hit |= u32::from((occ == LIVE) & (e.tag == tag)) << w;
-                free_ways |= u32::from(occ != LIVE) << w;
+                if occ == LIVE && e.tag == tag {
+                    return Probe::Found((b * WAYS + w) as u32);
+                }
+                if occ != LIVE && free.is_none() {
+                    free = Some((b * WAYS + w) as u32);
+                }
                 empty |= occ == EMPTY;
-            }
-            let at = (b * WAYS) as u32;
-            if hit != 0 {
-                return Probe::Found(at + hit.trailing_zeros());
-            }
-            if free.is_none() && free_ways != 0 {
-                free = Some(at + free_ways.trailing_zeros());
             }
             if empty {
                 break;
