@@ -220,6 +220,27 @@ impl Buckets {
         (((fp >> 32) * self.buckets.len() as u64) >> 32) as usize
     }
 
+    /// Asks the CPU to start loading `fp`'s home bucket
+    /// ([`Rwm::process_batch`](super::Rwm::process_batch): the misses of a
+    /// batch's lookups then overlap).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub(crate) fn prefetch(&self, fp: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(b) = self.buckets.get(self.home(fp)) {
+            // SAFETY: `_mm_prefetch` only hints the cache; it never faults
+            // and reads nothing into the program (the pointer is to a live
+            // bucket anyway). SSE is part of the x86-64 baseline.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    (b as *const Bucket).cast::<i8>(),
+                );
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fp;
+    }
+
     /// Walks from `fp`'s home: the live entry tagged like `fp`, or where
     /// one could go.
     #[inline]

@@ -224,6 +224,12 @@ impl Table {
         self.buckets.probe(fp)
     }
 
+    /// Asks the CPU to start loading `fp`'s bucket.
+    #[inline]
+    pub(crate) fn prefetch(&self, fp: u64) {
+        self.buckets.prefetch(fp);
+    }
+
     /// The hot part at `pos`.
     #[inline]
     pub(crate) fn hot(&self, pos: u32) -> Option<&Hot> {

@@ -791,6 +791,50 @@ proptest! {
         }
     }
 
+    /// `process_batch` in batches of any length does exactly what
+    /// `process` on each packet does: the same packets out, the same
+    /// counters, the same table.
+    #[test]
+    fn a_batch_is_the_same_as_one_by_one(
+        conns in proptest::collection::vec(arb_conn(), 1..5),
+        steps in proptest::collection::vec(
+            (0usize..5, 0u8..7, any::<u16>(), 0u64..300), 1..120),
+        batch in 1usize..40,
+    ) {
+        let t0 = Instant::now();
+        let mut cfg = RwmConfig::new(20_000_000);
+        cfg.max_flows = 3;
+        cfg.max_half_open = 2;
+        let mut one = Rwm::new(cfg.clone(), t0).unwrap();
+        let mut many = Rwm::new(cfg, t0).unwrap();
+        let mut t = t0;
+        let mut pkts = Vec::new();
+        for (ci, kind, window, gap_ms) in steps {
+            let c = conns[ci % conns.len()];
+            t += Duration::from_millis(gap_ms);
+            let (pkt, side) = match kind {
+                0 => (c.seg(true, SYN, c.isn_a, 0, window, 0), Side::Forward),
+                1 => (c.seg(false, SYN | ACK, c.isn_b, c.isn_a + 1, window, 0), Side::Reverse),
+                2 => (c.seg(true, ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
+                3 => (c.seg(false, ACK, c.isn_b.wrapping_add(1), c.isn_a + 1, window, 100), Side::Reverse),
+                4 => (c.seg(true, FIN | ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
+                5 => (c.seg(false, RST, c.isn_b.wrapping_add(1), 0, window, 0), Side::Reverse),
+                _ => (vec![0x45, 0, 0, 20], Side::Forward),
+            };
+            pkts.push((t, side, pkt));
+        }
+        let mut expected = pkts.clone();
+        for (t, side, p) in &mut expected {
+            one.process(*t, *side, p);
+        }
+        for chunk in pkts.chunks_mut(batch) {
+            many.process_batch(chunk.iter_mut().map(|(t, s, p)| (*t, *s, p.as_mut_slice())));
+            many.table.check();
+        }
+        prop_assert_eq!(&pkts, &expected);
+        prop_assert_eq!(one.stats(), many.stats());
+    }
+
     /// Random interleavings of handshake and data segments of a few
     /// connections (random flags, windows, scales, IPv4/IPv6): the table's
     /// invariants hold, windows only ever go down, and a rewritten window
