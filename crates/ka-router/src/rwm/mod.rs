@@ -108,6 +108,21 @@
 //! plus at most a quarter of the active window), and handshakes after
 //! [`RwmConfig::handshake_timeout`] (75 s). Expiry is amortised
 //! O(1) per packet (see the table module).
+//!
+//! ## Per-packet cost
+//!
+//! A segment of an established connection that was already seen in the
+//! current quarter of the active window (nearly every segment of a busy
+//! flow) costs: one comparison of its `Instant` with the table's next
+//! deadline (no clock arithmetic), a fixed-offset parse of a plain IPv4
+//! header, a keyed folded-multiply hash (the `hash` module's docs say
+//! why collisions cannot be aimed), **one 64-byte bucket read** holding
+//! everything the cap needs, a multiply and the RFC 1624 patch — no
+//! writes to the table. [`Rwm::process_batch`] takes the packets of one
+//! wake-up together and prefetches their buckets before processing them,
+//! so with a table larger than the caches their misses overlap; the
+//! `ka-router` binary's loop hands it every packet ready at a wake-up.
+//! Measured in `docs/PERFORMANCE.md`.
 
 mod buckets;
 mod config;
