@@ -24,7 +24,11 @@
 //! packets have DF set, as kernel TCP sends them, so it never splits
 //! them: the cost of a KA + RWM gateway for legacy TCP) — with 10 000
 //! flows and, as a reference for RWM's work without memory stalls, with
-//! 100.
+//! 100 — first one packet at a time (`Rwm::process`, what the binary does
+//! when one packet is ready per wake-up), then in batches of
+//! `ka_router::rwm::BATCH` (16) packets (`Rwm::process_batch`, what the
+//! binary's loop does when that many are ready: it reads every ready
+//! packet, up to 256, and hands them to the core together).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -33,7 +37,7 @@ use criterion::{Criterion, criterion_group};
 use ka_codec::wire::checksum::pseudo_v4;
 use ka_codec::wire::ipv4::Ipv4Repr;
 use ka_codec::wire::tcp::{ACK, SYN, TcpOptions, TcpRepr};
-use ka_router::rwm::{Rwm, RwmConfig, Side};
+use ka_router::rwm::{BATCH, Rwm, RwmConfig, Side};
 use ka_router::{Port, PortConfig, Signalling};
 
 const FLOWS: u32 = 10_000;
@@ -214,8 +218,19 @@ fn rwm_stage(c: &mut Criterion) {
 }
 
 /// Median per-round ratio (with RWM / without), and the medians of the
-/// per-packet times, of `rounds` interleaved rounds.
-fn interleaved(name: &str, side: Side, acks: bool, signalling: Signalling, flows: u32) {
+/// per-packet times, of `rounds` interleaved rounds. With `batch` > 1 the
+/// packets go through as the `ka-router` binary hands them over when that
+/// many are ready at one wake-up: `batch` packets read (each with its own
+/// time), `Rwm::process_batch` on all of them, each pushed into the port,
+/// then the port drained — the same on both sides of the ratio.
+fn interleaved(
+    name: &str,
+    side: Side,
+    acks: bool,
+    signalling: Signalling,
+    flows: u32,
+    batch: usize,
+) {
     const ROUNDS: usize = 41;
     const PER_ROUND: usize = 20_000;
     let t0 = Instant::now();
@@ -224,22 +239,43 @@ fn interleaved(name: &str, side: Side, acks: bool, signalling: Signalling, flows
     let mut port = port(t0, signalling);
     let mut t = t0 + Duration::from_millis(30);
     let mut i = 0usize;
+    let mut bufs: Vec<(Instant, Vec<u8>)> = Vec::with_capacity(batch);
     let mut run = |with_rwm: bool, rwm: &mut Rwm| {
         let start = Instant::now();
-        for _ in 0..PER_ROUND {
-            t += Duration::from_micros(1);
-            i = (i + STRIDE) % pkts.len();
-            let mut p = black_box(&pkts).packet(i);
-            if with_rwm {
-                black_box(rwm.process(t, side, &mut p));
+        if batch == 1 {
+            for _ in 0..PER_ROUND {
+                t += Duration::from_micros(1);
+                i = (i + STRIDE) % pkts.len();
+                let mut p = black_box(&pkts).packet(i);
+                if with_rwm {
+                    black_box(rwm.process(t, side, &mut p));
+                }
+                port.push(t, p);
+                while let Some(p) = port.poll_transmit(t) {
+                    black_box(p);
+                }
             }
-            port.push(t, p);
-            while let Some(p) = port.poll_transmit(t) {
-                black_box(p);
+        } else {
+            for _ in 0..PER_ROUND / batch {
+                for _ in 0..batch {
+                    t += Duration::from_micros(1);
+                    i = (i + STRIDE) % pkts.len();
+                    bufs.push((t, black_box(&pkts).packet(i)));
+                }
+                if with_rwm {
+                    rwm.process_batch(bufs.iter_mut().map(|(t, p)| (*t, side, p.as_mut_slice())));
+                }
+                for (tp, p) in bufs.drain(..) {
+                    port.push(tp, p);
+                }
+                while let Some(p) = port.poll_transmit(t) {
+                    black_box(p);
+                }
             }
         }
         start.elapsed().as_secs_f64() * 1e9 / PER_ROUND as f64
     };
+    let rewritten_before = rwm.stats().windows_rewritten[side.index()];
     let (mut without, mut with, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let a = run(false, &mut rwm);
@@ -248,12 +284,17 @@ fn interleaved(name: &str, side: Side, acks: bool, signalling: Signalling, flows
         with.push(b);
         ratio.push(b / a);
     }
+    // Every ACK of the rounds was rewritten (the worst case).
+    if acks {
+        let rewritten = rwm.stats().windows_rewritten[side.index()] - rewritten_before;
+        assert_eq!(rewritten, (ROUNDS * PER_ROUND) as u64, "{name}");
+    }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     eprintln!(
-        "rwm interleaved {name} ({signalling:?} port, {flows} flows): without {:.0} ns, with {:.0} ns per packet, median ratio {:.3} \
+        "rwm interleaved {name} ({signalling:?} port, {flows} flows, batch {batch}): without {:.0} ns, with {:.0} ns per packet, median ratio {:.3} \
          ({ROUNDS} rounds of {PER_ROUND})",
         median(&mut without),
         median(&mut with),
@@ -265,11 +306,16 @@ criterion_group!(benches, rwm_stage);
 
 fn main() {
     // 100 flows: the table stays in L1/L2, so the ratio is RWM's work
-    // alone; with 10 000 the lookups also wait for memory.
-    for flows in [FLOWS, 100] {
-        for signalling in [Signalling::None, Signalling::Ka] {
-            interleaved("1500_data", Side::Forward, false, signalling, flows);
-            interleaved("52_ack", Side::Reverse, true, signalling, flows);
+    // alone; with 10 000 the lookups also wait for memory. Batch 1: one
+    // packet per wake-up of the binary's loop (`Rwm::process`); BATCH: a
+    // busy router's wake-up, at least BATCH packets ready
+    // (`Rwm::process_batch`).
+    for batch in [1, BATCH] {
+        for flows in [FLOWS, 100] {
+            for signalling in [Signalling::None, Signalling::Ka] {
+                interleaved("1500_data", Side::Forward, false, signalling, flows, batch);
+                interleaved("52_ack", Side::Reverse, true, signalling, flows, batch);
+            }
         }
     }
     benches();

@@ -230,7 +230,7 @@
 //! [`aggregate::AggregateController`] (a fixed SLA rate or MulTCP) that
 //! sets that rate; the port's signalling stage then tells each local host
 //! its per-flow share (LCCP). See [`aggregate`].
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     warn(

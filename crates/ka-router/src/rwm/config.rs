@@ -120,6 +120,15 @@ impl RwmConfig {
             .unwrap_or_else(|| (1.0 - self.classes.iter().map(|c| c.share).sum::<f64>()).max(0.0))
     }
 
+    /// Most positions the flow table ever allocates: ⌈(max_flows +
+    /// max_half_open) / 3⌉ buckets of four, so a full table is at most
+    /// 3/4 occupied (see [`Rwm::allocated_entries`](super::Rwm::allocated_entries)).
+    /// Each position is 64 bytes (16 in the index, 48 of cold state).
+    pub fn max_table_entries(&self) -> usize {
+        super::table::max_buckets(self.max_flows.saturating_add(self.max_half_open))
+            * super::buckets::WAYS
+    }
+
     /// Checks every value; the error names the bad one.
     pub fn validate(&self) -> Result<(), RwmConfigError> {
         if self.capacity_bps.contains(&0) {

@@ -95,19 +95,38 @@
 //! ## Memory (bounded)
 //!
 //! At most [`RwmConfig::max_flows`] established connections (default
-//! 65 536) plus [`RwmConfig::max_half_open`] handshakes (default 4 096),
-//! about 150 bytes each with the hash map's share (≈ 10 MiB at the
-//! defaults), allocated as they come. Handshakes live in their own table
-//! with their own LRU, so a SYN flood only ever evicts other half-open
-//! entries. A new established flow that finds the table full evicts the
-//! least recently seen flow if that one is idle (inactive); if even that
-//! one is active, the new flow is not tracked (left alone). Connections
-//! leave on RST, once both sides have sent a FIN, after
-//! [`RwmConfig::idle_timeout`] without a segment (300 s), and handshakes
-//! after [`RwmConfig::handshake_timeout`] (75 s). Expiry is amortised
+//! 65 536) plus [`RwmConfig::max_half_open`] handshakes (default 4 096).
+//! The table's index grows as they come, to at most
+//! [`RwmConfig::max_table_entries`] positions (4/3 of the two caps), each
+//! 64 bytes (a 16-byte entry in a bucket, 48 bytes of cold state): about
+//! 6 MiB at the defaults. Handshakes live in their own LRU list, so a SYN
+//! flood only ever evicts other half-open entries. A new established flow
+//! that finds the table full evicts the least recently seen flow if that
+//! one is idle (inactive); if even that one is active, the new flow is not
+//! tracked (left alone). Connections leave on RST, once both sides have
+//! sent a FIN, after [`RwmConfig::idle_timeout`] without a segment (300 s,
+//! plus at most a quarter of the active window), and handshakes after
+//! [`RwmConfig::handshake_timeout`] (75 s). Expiry is amortised
 //! O(1) per packet (see the table module).
+//!
+//! ## Per-packet cost
+//!
+//! A segment of an established connection that was already seen in the
+//! current quarter of the active window (nearly every segment of a busy
+//! flow) costs: one comparison of its `Instant` with the table's next
+//! deadline (no clock arithmetic), a fixed-offset parse of a plain IPv4
+//! header, a keyed folded-multiply hash (the `hash` module's docs say
+//! why collisions cannot be aimed), **one 64-byte bucket read** holding
+//! everything the cap needs, a multiply and the RFC 1624 patch — no
+//! writes to the table. [`Rwm::process_batch`] takes the packets of one
+//! wake-up together and prefetches their buckets before processing them,
+//! so with a table larger than the caches their misses overlap; the
+//! `ka-router` binary's loop hands it every packet ready at a wake-up.
+//! Measured in `docs/PERFORMANCE.md`.
 
+mod buckets;
 mod config;
+mod hash;
 mod segment;
 mod table;
 pub mod window;
@@ -116,21 +135,52 @@ use std::time::Instant;
 
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN};
 
+use buckets::{Hot, Probe, Stage};
 pub use config::{
     DEFAULT_MAX_FLOWS, DEFAULT_MAX_HALF_OPEN, MAX_CLASSES, RwmClass, RwmConfig, RwmConfigError,
     Side,
 };
 use ka_codec::wire::tcp::TcpOptions;
 use segment::Skip;
-use table::{Cold, Hot, Stage, Table, Timers};
+use table::{Cold, Table, Timers};
 
 use crate::time::{Clock, duration_ns};
+
+/// Packets [`Rwm::process_batch`] parses ahead of processing them: enough
+/// to keep the memory system busy, few enough that their headers stay in
+/// L1.
+pub const BATCH: usize = 16;
 
 /// MSS assumed for an IPv4 endpoint whose SYN carried none (RFC 9293
 /// §3.7.1).
 const DEFAULT_MSS_V4: u16 = 536;
 /// The same for IPv6 (RFC 8200 §5: 1280-byte minimum MTU − 60).
 const DEFAULT_MSS_V6: u16 = 1220;
+
+/// What the common case needs of a parsed segment (kept for each packet
+/// of a batch between parsing and processing).
+#[derive(Debug, Clone, Copy)]
+struct Quick {
+    fp: u64,
+    tcp_at: usize,
+    window: u16,
+    flags: u8,
+    /// The sender: the key's low (0) or high (1) endpoint.
+    from: u8,
+}
+
+impl Quick {
+    #[inline]
+    fn of(seg: &segment::Segment, fp: u64) -> Self {
+        Quick {
+            fp,
+            tcp_at: seg.tcp_at,
+            window: seg.window,
+            flags: seg.flags,
+            from: u8::from(seg.from != 0),
+        }
+    }
+}
 
 /// What [`Rwm::process`] did with a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,8 +238,9 @@ pub struct RwmStats {
     pub evicted: u64,
     /// Half-open entries evicted to make room for newer SYNs.
     pub evicted_half_open: u64,
-    /// Handshakes completed while the table was full of active flows
-    /// (those connections are not tracked).
+    /// Connections not tracked for want of room: handshakes completed
+    /// while the table was full of active flows, or (rarely) a SYN whose
+    /// bounded lookup path in the table's index had no free entry.
     pub refused: u64,
     /// Established connections forgotten after the idle timeout.
     pub expired: u64,
@@ -206,10 +257,11 @@ pub struct Rwm {
     config: RwmConfig,
     clock: Clock,
     now: u64,
+    /// The table's next check (granule end, earliest deadline) as an
+    /// `Instant`: before it, a segment on the fast path needs no clock
+    /// arithmetic at all, one comparison.
+    check_at: Instant,
     table: Table,
-    /// Per class (the default class last), per data side: `P_j · C/8 ·
-    /// (1 + δ)` in bytes/s.
-    rate: Vec<[f64; 2]>,
     stats: RwmStats,
 }
 
@@ -242,10 +294,10 @@ impl Rwm {
             handshake_ns: duration_ns(config.handshake_timeout),
         };
         Ok(Rwm {
-            table: Table::new(config.max_flows, config.max_half_open, rate.len(), timers),
+            table: Table::new(config.max_flows, config.max_half_open, &rate, timers),
             clock: Clock::new(now),
             now: 0,
-            rate,
+            check_at: now,
             stats: RwmStats::default(),
             config,
         })
@@ -278,8 +330,8 @@ impl Rwm {
         u8::try_from(class).map_or(0, |c| self.table.active_in(c))
     }
 
-    /// Table entries allocated so far (at most `max_flows +
-    /// max_half_open`): the figure memory grows with.
+    /// Table positions allocated so far (at most
+    /// [`RwmConfig::max_table_entries`]): the figure memory grows with.
     pub fn allocated_entries(&self) -> usize {
         self.table.slots()
     }
@@ -291,10 +343,21 @@ impl Rwm {
     }
 
     fn advance(&mut self, now: Instant) -> u64 {
+        let t = self.time(now);
+        self.table.expire(t);
+        self.sync_check();
+        t
+    }
+
+    /// `now` in ns, never earlier than a time already seen.
+    fn time(&mut self, now: Instant) -> u64 {
         let t = self.clock.ns(now).max(self.now);
         self.now = t;
-        self.table.expire(t);
         t
+    }
+
+    fn sync_check(&mut self) {
+        self.check_at = self.clock.instant(self.table.next_check());
     }
 
     fn class_of(&self, responder_port: u16) -> u8 {
@@ -313,56 +376,210 @@ impl Rwm {
     /// changes the packet's length or anything but the TCP window and
     /// checksum.
     pub fn process(&mut self, now: Instant, side: Side, packet: &mut [u8]) -> RwmOutcome {
-        let t = self.advance(now);
-        let seg = match segment::parse(packet) {
-            Ok(s) => s,
-            Err(Skip::NotTcp) => {
+        if now >= self.check_at {
+            self.advance(now);
+        }
+        match segment::parse(packet) {
+            Ok(seg) => {
+                let fp = self.table.fingerprint(&seg.key);
+                self.process_segment(now, side, packet, &seg, fp)
+            }
+            Err(skip) => self.skipped(skip),
+        }
+    }
+
+    /// [`Rwm::process`] for packets read together (in the `ka-router`
+    /// binary: every packet ready when the forwarding thread wakes up), in
+    /// their order, with the same effect as calling `process` on each in
+    /// turn. It works through them [`BATCH`] at a time: first it parses
+    /// each and asks the CPU to fetch its connection's bucket, then it
+    /// processes them, so the lookups' cache misses overlap instead of
+    /// coming one after another.
+    pub fn process_batch<'p>(
+        &mut self,
+        packets: impl IntoIterator<Item = (Instant, Side, &'p mut [u8])>,
+    ) {
+        // Between the two passes only what the common case needs is kept
+        // ([`Quick`], 24 bytes); anything else parses the packet again
+        // (keeping whole parsed headers in an array cost more, in
+        // store-forwarding stalls, than the misses it saved).
+        let mut packets = packets.into_iter();
+        loop {
+            let mut items: [Option<(Instant, Side, &'p mut [u8])>; BATCH] = [const { None }; BATCH];
+            let mut quick = [None::<Quick>; BATCH];
+            let mut n = 0;
+            for (item, q) in items.iter_mut().zip(&mut quick) {
+                let Some((now, side, packet)) = packets.next() else {
+                    break;
+                };
+                if let Ok(seg) = segment::parse(packet) {
+                    let fp = self.table.fingerprint(&seg.key);
+                    self.table.prefetch(fp);
+                    *q = Some(Quick::of(&seg, fp));
+                }
+                *item = Some((now, side, packet));
+                n += 1;
+            }
+            for (item, q) in items.iter_mut().zip(&quick) {
+                let Some((now, side, packet)) = item.take() else {
+                    break;
+                };
+                if now >= self.check_at {
+                    self.advance(now);
+                }
+                if let Some(q) = q
+                    && q.flags & (SYN | RST | FIN) == 0
+                    && let Probe::Found(pos) = self.table.probe(q.fp)
+                    && let Some(&hot) = self.table.hot(pos)
+                    && hot.is_fast(self.table.epoch())
+                {
+                    self.stats.segments += 1;
+                    self.cap_window(packet, side, q, &hot);
+                    continue;
+                }
+                match segment::parse(packet) {
+                    Ok(seg) => {
+                        let fp = self.table.fingerprint(&seg.key);
+                        self.process_segment(now, side, packet, &seg, fp)
+                    }
+                    Err(skip) => self.skipped(skip),
+                };
+            }
+            if n < BATCH {
+                break;
+            }
+        }
+    }
+
+    fn skipped(&mut self, skip: Skip) -> RwmOutcome {
+        match skip {
+            Skip::NotTcp => {
                 self.stats.not_tcp += 1;
-                return RwmOutcome::NotTcp;
+                RwmOutcome::NotTcp
             }
-            Err(Skip::Malformed) => {
+            Skip::Malformed => {
                 self.stats.malformed += 1;
-                return RwmOutcome::Malformed;
+                RwmOutcome::Malformed
             }
-        };
+        }
+    }
+
+    /// [`Rwm::process`] after parsing and hashing.
+    #[inline]
+    fn process_segment(
+        &mut self,
+        now: Instant,
+        side: Side,
+        packet: &mut [u8],
+        seg: &segment::Segment,
+        fp: u64,
+    ) -> RwmOutcome {
         self.stats.segments += 1;
         let flags = seg.flags;
-        let fp = self.table.fingerprint(&seg.key);
-        // One lookup: an established connection is touched (last segment,
-        // activity) on the way.
-        let Some(hot) = self.table.touch(fp, t) else {
-            if flags & (SYN | ACK | RST) == SYN {
-                self.on_new_syn(packet, &seg, fp, t);
-                return RwmOutcome::Handshake;
+        let pos = match self.table.probe(fp) {
+            Probe::Found(pos) => pos,
+            Probe::Absent(_) => {
+                return self.absent(now, packet, seg, fp);
             }
-            self.stats.untracked += 1;
+        };
+        let Some(&hot) = self.table.hot(pos) else {
             return RwmOutcome::Untracked;
         };
+        // The common case: an established, active flow already moved in
+        // this granule, no SYN/RST/FIN — one bucket read, no writes.
+        if flags & (SYN | RST | FIN) == 0 && hot.is_fast(self.table.epoch()) {
+            return self.cap_window(packet, side, &Quick::of(seg, fp), &hot);
+        }
+        self.not_fast(now, side, packet, seg, fp, pos, hot)
+    }
+
+    /// [`Rwm::process_segment`] beyond the common case, out of line so the
+    /// common case keeps a small stack frame.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn not_fast(
+        &mut self,
+        now: Instant,
+        side: Side,
+        packet: &mut [u8],
+        seg: &segment::Segment,
+        fp: u64,
+        pos: u32,
+        hot: Hot,
+    ) -> RwmOutcome {
+        let t = self.time(now);
+        let outcome = self.slow_path(t, side, packet, seg, fp, pos, hot);
+        self.sync_check();
+        outcome
+    }
+
+    /// A segment of a connection not in the table.
+    #[cold]
+    #[inline(never)]
+    fn absent(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        seg: &segment::Segment,
+        fp: u64,
+    ) -> RwmOutcome {
+        if seg.flags & (SYN | ACK | RST) == SYN {
+            let t = self.time(now);
+            self.on_new_syn(packet, seg, fp, t);
+            self.sync_check();
+            return RwmOutcome::Handshake;
+        }
+        self.stats.untracked += 1;
+        RwmOutcome::Untracked
+    }
+
+    /// Everything but the common case: handshakes, RST, FIN, a flow to
+    /// move or re-activate.
+    #[allow(clippy::too_many_arguments)]
+    fn slow_path(
+        &mut self,
+        t: u64,
+        side: Side,
+        packet: &mut [u8],
+        seg: &segment::Segment,
+        fp: u64,
+        pos: u32,
+        hot: Hot,
+    ) -> RwmOutcome {
+        if !self.table.is(pos, fp) {
+            // Another connection with the same tag (see the buckets
+            // module): this one is not tracked.
+            self.stats.untracked += 1;
+            return RwmOutcome::Untracked;
+        }
+        let flags = seg.flags;
         if flags & RST != 0 {
-            self.table.remove(fp);
-            if hot.stage == Stage::Established {
+            self.table.remove(pos);
+            if hot.stage() == Stage::Established {
                 self.stats.closed += 1;
             }
             return RwmOutcome::Unchanged;
         }
-        let hot = if hot.stage != Stage::Established {
-            if !self.on_handshake(packet, &seg, fp, t) {
+        if hot.stage() != Stage::Established {
+            if !self.on_handshake(packet, seg, pos, t) {
                 return RwmOutcome::Handshake;
             }
-            match self.table.hot(fp) {
-                Some(h) => *h,
-                None => return RwmOutcome::Untracked,
-            }
-        } else if flags & SYN != 0 {
-            // A SYN on an established connection: ignored (RFC 5961 spirit;
-            // if the old connection is really gone, the entry ages out).
-            return RwmOutcome::Handshake;
         } else {
-            hot
+            self.table.touch(pos, t);
+            if flags & SYN != 0 {
+                // A SYN on an established connection: ignored (RFC 5961
+                // spirit; if the old connection is really gone, the entry
+                // ages out).
+                return RwmOutcome::Handshake;
+            }
+        }
+        let Some(&hot) = self.table.hot(pos) else {
+            return RwmOutcome::Untracked;
         };
-        let outcome = self.cap_window(packet, side, &seg, &hot);
-        if flags & FIN != 0 && self.table.fin(fp, seg.from) {
-            self.table.remove(fp);
+        let outcome = self.cap_window(packet, side, &Quick::of(seg, fp), &hot);
+        if flags & FIN != 0 && self.table.fin(pos, seg.from) {
+            self.table.remove(pos);
             self.stats.closed += 1;
         }
         outcome
@@ -370,27 +587,20 @@ impl Rwm {
 
     /// A SYN of a connection not in the table: a half-open entry.
     fn on_new_syn(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) {
-        let (mut hot, mut cold) = table::new_entry(seg.from, t);
-        self.fill_syn(&mut hot, &mut cold, packet, seg, t);
+        let (mut hot, mut cold) = table::new_entry(fp, seg.from, t);
+        Self::fill_syn(&mut hot, &mut cold, packet, seg, t);
         hot.class = self.class_of(seg.dst_port);
         self.table.insert_half_open(fp, hot, cold);
     }
 
-    fn fill_syn(
-        &self,
-        hot: &mut Hot,
-        cold: &mut Cold,
-        packet: &[u8],
-        seg: &segment::Segment,
-        t: u64,
-    ) {
+    fn fill_syn(hot: &mut Hot, cold: &mut Cold, packet: &[u8], seg: &segment::Segment, t: u64) {
         let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
-        hot.stage = Stage::SynSent;
+        hot.set_stage(Stage::SynSent);
         hot.mss = [0; 2];
         cold.init_isn = seg.seq;
         cold.syn_at = t;
         cold.wscale_opt = [None; 2];
-        Self::set_options(hot, cold, seg.from, seg.key.v6, opts);
+        Self::set_options(hot, cold, seg.from, seg.key.is_v6(), opts);
     }
 
     fn set_options(hot: &mut Hot, cold: &mut Cold, from: usize, v6: bool, o: TcpOptions) {
@@ -405,16 +615,16 @@ impl Rwm {
 
     /// A segment of a connection in its handshake. `true` when it
     /// completed the handshake (the segment then goes on to be capped).
-    fn on_handshake(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) -> bool {
-        let Some((mut hot, mut cold)) = self.table.entry(fp) else {
+    fn on_handshake(&mut self, packet: &[u8], seg: &segment::Segment, pos: u32, t: u64) -> bool {
+        let Some((mut hot, mut cold)) = self.table.entry(pos) else {
             return false;
         };
         let flags = seg.flags;
-        let from_initiator = seg.from == cold.initiator;
+        let from_initiator = seg.from == usize::from(cold.initiator);
         if flags & (SYN | ACK) == SYN && from_initiator {
             if seg.seq != cold.init_isn {
                 // A new attempt on the same four-tuple: start over.
-                self.fill_syn(&mut hot, &mut cold, packet, seg, t);
+                Self::fill_syn(&mut hot, &mut cold, packet, seg, t);
             } else {
                 // A retransmitted SYN: the SYN-ACK will answer this copy.
                 cold.syn_at = t;
@@ -423,77 +633,61 @@ impl Rwm {
             && !from_initiator
             && seg.ack == cold.init_isn.wrapping_add(1)
         {
-            hot.stage = Stage::SynAckSeen;
+            hot.set_stage(Stage::SynAckSeen);
             cold.resp_isn = seg.seq;
             let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
-            Self::set_options(&mut hot, &mut cold, seg.from, seg.key.v6, opts);
+            Self::set_options(&mut hot, &mut cold, seg.from, seg.key.is_v6(), opts);
         } else if flags & (SYN | ACK) == ACK
             && from_initiator
-            && hot.stage == Stage::SynAckSeen
+            && hot.stage() == Stage::SynAckSeen
             && seg.ack == cold.resp_isn.wrapping_add(1)
         {
-            cold.rtt_ns = t.saturating_sub(cold.syn_at);
-            hot.wscale = match cold.wscale_opt {
+            let rtt_ns = t.saturating_sub(cold.syn_at);
+            hot.rtt_ns = rtt_ns as f32;
+            hot.set_wscale(match cold.wscale_opt {
                 [Some(a), Some(b)] => [a.min(window::MAX_WSCALE), b.min(window::MAX_WSCALE)],
                 _ => [0, 0],
-            };
-            if let Some(r) = self.rate.get(usize::from(hot.class)) {
-                hot.class_bdp = r.map(|bps| window::class_bdp(bps, cold.rtt_ns));
-            }
-            self.table.set_entry(fp, hot, cold);
-            if !self.table.promote(fp, t) {
+            });
+            self.table.set_entry(pos, hot, cold);
+            if !self.table.promote(pos, t) {
                 return false;
             }
             let s = &mut self.stats;
             s.handshakes += 1;
-            s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(cold.rtt_ns);
-            s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(cold.rtt_ns);
+            s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(rtt_ns);
+            s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(rtt_ns);
             s.handshake_rtt_min_ns = if s.handshakes == 1 {
-                cold.rtt_ns
+                rtt_ns
             } else {
-                s.handshake_rtt_min_ns.min(cold.rtt_ns)
+                s.handshake_rtt_min_ns.min(rtt_ns)
             };
             return true;
         } else {
             return false;
         }
-        self.table.set_entry(fp, hot, cold);
-        self.table.touch_half_open(fp, t);
+        self.table.set_entry(pos, hot, cold);
+        self.table.touch_half_open(pos, t);
         false
     }
 
     /// Lowers the window of a segment of an established flow to its cap.
-    #[inline]
-    fn cap_window(
-        &mut self,
-        packet: &mut [u8],
-        side: Side,
-        seg: &segment::Segment,
-        f: &Hot,
-    ) -> RwmOutcome {
+    #[inline(always)]
+    fn cap_window(&mut self, packet: &mut [u8], side: Side, seg: &Quick, f: &Hot) -> RwmOutcome {
         if seg.flags & ACK == 0 {
             return RwmOutcome::Unchanged;
         }
-        // The class's BDP for data travelling the other way (the window
+        // The class's rate for data travelling the other way (the window
         // limits what the peer sends), split among its active flows.
-        let data = side.other().index();
-        let share = self
-            .rate
-            .get(usize::from(f.class))
-            .and_then(|r| r.get(data))
-            .copied()
-            .unwrap_or(0.0);
-        if share <= 0.0 {
+        let (rate, per_flow) = self.table.class_rate(f.class, side.other().index());
+        if rate <= 0.0 {
             return RwmOutcome::Unchanged; // a class without a share
         }
-        let bdp = f.class_bdp.get(data).copied().unwrap_or(0.0);
-        let e = seg.from;
+        let e = usize::from(seg.from);
         let mss = f.mss.get(e).copied().unwrap_or(DEFAULT_MSS_V4);
-        let ws = f.wscale.get(e).copied().unwrap_or(0);
         let floor = u64::from(self.config.min_window_segments) * u64::from(mss);
-        let cap = window::cap_bytes(bdp, self.table.active_in(f.class), floor);
+        let cap = window::flow_cap(per_flow, f.rtt_ns, floor);
         let advertised = seg.window;
-        let written = window::capped_field(advertised, cap, ws);
+        let written = window::capped_field(advertised, cap, f.wscale(e));
         if written >= advertised {
             return RwmOutcome::Unchanged;
         }

@@ -1,161 +1,96 @@
 //! The bounded flow table.
 //!
 //! **Lookup.** Connections are found by a 64-bit *fingerprint* of their
-//! key: SipHash-1-3 under a per-table random key (std's `RandomState`), so
-//! a stranger can neither predict nor aim collisions. The hash map goes
-//! from fingerprint to a slot index (16-byte buckets, a quarter of the
-//! 64-byte hot line they point to: 2 MiB for a full default table), and
-//! each slot is two
-//! 64-byte-aligned cache lines: the [`Hot`] part — everything a segment of
-//! an established connection needs — in the first, the [`Cold`] part
-//! (handshake state, list links) in the second, which the per-packet path
-//! does not touch. The full key is not stored: two connections are told apart by
-//! their fingerprints alone. Two live connections with equal fingerprints
-//! (about 65 536² / 2⁶⁵ ≈ 10⁻¹⁰ for a full table) cannot both be tracked,
-//! and a segment of an untracked connection matches a tracked one with
-//! probability n / 2⁶⁴ (≈ 4·10⁻¹⁵ per segment at 65 536 connections) —
-//! without the key nobody can do better than chance.
+//! key under a per-table random key ([`super::hash`]) in an index of
+//! 64-byte buckets holding the 16-byte [`Hot`] part of four connections
+//! each ([`super::buckets`]): a segment of an established connection
+//! reads that one cache line and nothing else of the table. The [`Cold`]
+//! part (full fingerprint, list links, handshake state) sits at the same
+//! position of a parallel array and is read only by handshakes, list
+//! moves and expiry. The full key is not stored: two connections are told
+//! apart by their fingerprints. Two live connections with equal
+//! fingerprints (about 65 536² / 2⁶⁵ ≈ 10⁻¹⁰ for a full table) cannot
+//! both be tracked; for what the 32-bit tags in the buckets add, see the
+//! buckets module.
 //!
 //! **Order.** Established flows are kept in a list in order of when they
-//! were last moved to its front (head = most recent). A segment moves its
-//! flow only when the last move is more than a *granule* (1/4 of the
-//! active window) old, so most packets just store the time in the bucket;
-//! the list is in order of last segment to within a granule. The active
-//! flows — a segment within the active window — are a prefix of the list;
-//! `oldest_active` marks where it ends, and advancing it as time passes
-//! deactivates flows one by one, each exactly once per period of activity,
-//! so keeping n_j current costs O(1) amortised per packet. A flow stops
-//! counting between one active window and one window plus a granule after
-//! its last segment. Idle expiry pops from the tail the same way, and
-//! handshakes have their own list. Expiry only runs when the earliest
-//! deadline it could act on has passed (one comparison per packet
-//! otherwise).
+//! were last moved to its front (head = most recent). Time is cut into
+//! *granules* of 1/4 of the active window; a segment moves its flow only
+//! if the flow was last moved in an earlier granule (the bucket keeps the
+//! granule's low byte), so most segments write nothing at all; the list
+//! is in order of last segment to within a granule. The active flows —
+//! moved within the active window plus a granule, so a flow counts from
+//! its segment for at least one active window and at most one window and
+//! a granule — are a prefix of the list; `oldest_active` marks where it
+//! ends, and advancing it as time passes deactivates flows one by one,
+//! each exactly once per period of activity, so keeping n_j current costs
+//! O(1) amortised per packet. (An active flow was moved at most six
+//! granules ago, so its byte never aliases the current granule's.) Idle
+//! expiry pops from the tail the same way (idle timeout plus at most a
+//! granule), and handshakes have their own list. Expiry only runs when
+//! the earliest deadline it could act on has passed (one comparison per
+//! packet otherwise).
+//!
+//! **Size.** The index starts at four buckets. When live entries and
+//! tombstones pass 7/8 of it, it is rebuilt: twice as large if the live
+//! entries alone pass 3/4 (up to [`max_buckets`], ⌈(max_flows +
+//! max_half_open) / 3⌉ buckets, so a full table is at most 3/4
+//! occupied), else the same size with the tombstones cleared. Each position costs 16 bytes of index and 48 of
+//! cold state: about 85 bytes per tracked connection at the cap.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
-
+use super::buckets::{Buckets, Hot, Probe, Stage, WAYS};
+use super::hash::KeyedHash;
 use super::segment::FlowKey;
 
 /// "No entry" in the links.
 const NIL: u32 = u32::MAX;
 
-/// Where a connection's handshake is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// SYN seen.
-    SynSent,
-    /// SYN-ACK seen (acknowledging the SYN).
-    SynAckSeen,
-    /// The initiator's ACK of the SYN-ACK seen: RTT measured.
+/// Buckets of a table capped at `entries` live connections: 3/4 full at
+/// most.
+pub(crate) fn max_buckets(entries: usize) -> usize {
+    entries.div_ceil(3).max(1)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Which {
+    #[default]
+    HalfOpen,
     Established,
 }
 
-/// What every segment of a connection needs (the slot's first cache line).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Hot {
-    /// Last segment seen (ns).
-    pub(crate) last_seen: u64,
-    /// When the entry was last moved to the front of its list (ns).
-    moved: u64,
-    /// `P_j · C · (1 + δ) · RTT` for data travelling each side, bytes: the
-    /// class's BDP, divided by n_j per segment.
-    pub(crate) class_bdp: [f64; 2],
-    slot: u32,
-    /// MSS each endpoint announced (the largest segment it receives).
-    pub(crate) mss: [u16; 2],
-    /// The shift each endpoint applies to the windows it sends (RFC 7323:
-    /// 0 for both unless both offered the option).
-    pub(crate) wscale: [u8; 2],
-    /// Traffic class index (the default class is the last).
-    pub(crate) class: u8,
-    pub(crate) stage: Stage,
-    active: bool,
-    /// FIN seen from each endpoint.
-    pub(crate) fin: [bool; 2],
-}
-
-/// The rest of an entry: handshake state and list links (the slot's
-/// second cache line).
-#[derive(Debug, Clone, Copy)]
+/// The rest of an entry: full fingerprint, list links, handshake state.
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Cold {
     fp: u64,
+    /// When the entry was last moved to the front of its list (ns).
+    moved: u64,
     prev: u32,
     next: u32,
-    which: Which,
-    /// The endpoint that sent the SYN (0 = key's low, 1 = high).
-    pub(crate) initiator: usize,
     pub(crate) init_isn: u32,
     pub(crate) resp_isn: u32,
-    /// Window-scale option of each endpoint's SYN / SYN-ACK.
-    pub(crate) wscale_opt: [Option<u8>; 2],
     /// Last SYN seen (ns).
     pub(crate) syn_at: u64,
-    /// Handshake RTT (ns), once established.
-    pub(crate) rtt_ns: u64,
+    /// Window-scale option of each endpoint's SYN / SYN-ACK.
+    pub(crate) wscale_opt: [Option<u8>; 2],
+    which: Which,
+    /// The endpoint that sent the SYN (0 = key's low, 1 = high).
+    pub(crate) initiator: u8,
 }
 
 /// A new half-open entry's two parts.
-pub(crate) fn new_entry(initiator: usize, now: u64) -> (Hot, Cold) {
+pub(crate) fn new_entry(fp: u64, initiator: usize, now: u64) -> (Hot, Cold) {
     (
-        Hot {
-            last_seen: now,
-            moved: now,
-            class_bdp: [0.0; 2],
-            slot: NIL,
-            mss: [0; 2],
-            wscale: [0; 2],
-            class: 0,
-            stage: Stage::SynSent,
-            active: false,
-            fin: [false; 2],
-        },
+        Hot::new(fp),
         Cold {
-            fp: 0,
+            fp,
+            moved: now,
             prev: NIL,
             next: NIL,
-            which: Which::HalfOpen,
-            initiator,
-            init_isn: 0,
-            resp_isn: 0,
-            wscale_opt: [None; 2],
+            initiator: u8::from(initiator != 0),
             syn_at: now,
-            rtt_ns: 0,
+            ..Cold::default()
         },
     )
-}
-
-/// One slot: the hot part on its own cache line.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, align(64))]
-struct Entry {
-    hot: Hot,
-    cold: Cold,
-}
-
-/// The map's hasher: its keys are already SipHash outputs.
-#[derive(Debug, Default)]
-struct Passthrough(u64);
-
-impl Hasher for Passthrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Which {
-    HalfOpen,
-    Established,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -193,95 +128,162 @@ pub(crate) struct Timers {
     pub(crate) handshake_ns: u64,
 }
 
+/// A class's rate and its active flows' share of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClassRate {
+    /// `P_j · C/8 · (1 + δ)` per data side, bytes per ns.
+    pub(crate) rate: [f64; 2],
+    /// `rate / max(n_j, 1)`, kept current as n_j changes.
+    pub(crate) per_flow: [f64; 2],
+    /// n_j: the class's active flows.
+    active: u32,
+}
+
 /// The flow table (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Table {
-    map: HashMap<u64, u32, BuildHasherDefault<Passthrough>>,
-    secret: RandomState,
-    slots: Vec<Entry>,
-    free: Vec<u32>,
+    hash: KeyedHash,
+    buckets: Buckets,
+    cold: Vec<Cold>,
     half: List,
     est: List,
     /// The least recent established flow that is still active, or NIL.
     oldest_active: u32,
-    active_per_class: Vec<u32>,
+    classes: Vec<ClassRate>,
     max_flows: usize,
     max_half_open: usize,
+    max_buckets: usize,
     active_ns: u64,
     idle_ns: u64,
     handshake_ns: u64,
     granule_ns: u64,
+    /// The current granule (`now / granule_ns`) and when it ends.
+    epoch: u64,
+    epoch_end: u64,
     /// No expiry can happen before this time (ns).
     next_deadline: u64,
+    /// `min(next_deadline, epoch_end)`: the one comparison per packet.
+    next_check: u64,
     pub(crate) counters: TableCounters,
 }
 
 impl Table {
-    pub(crate) fn new(max_flows: usize, max_half_open: usize, classes: usize, t: Timers) -> Self {
+    /// A table for `max_flows` established and `max_half_open` half-open
+    /// connections, with each class's rate (bytes/s per data side).
+    pub(crate) fn new(
+        max_flows: usize,
+        max_half_open: usize,
+        rates: &[[f64; 2]],
+        t: Timers,
+    ) -> Self {
+        let max_buckets = max_buckets(max_flows.saturating_add(max_half_open));
+        let buckets = Buckets::with_buckets(max_buckets.min(4));
+        let granule_ns = (t.active_ns / 4).max(1);
         Table {
-            map: HashMap::default(),
-            secret: RandomState::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            hash: KeyedHash::random(),
+            cold: vec![Cold::default(); buckets.capacity()],
+            buckets,
             half: List::default(),
             est: List::default(),
             oldest_active: NIL,
-            active_per_class: vec![0; classes],
+            classes: rates
+                .iter()
+                .map(|r| {
+                    let rate = r.map(|bps| bps / 1e9);
+                    ClassRate {
+                        rate,
+                        per_flow: rate,
+                        active: 0,
+                    }
+                })
+                .collect(),
             max_flows,
             max_half_open,
+            max_buckets,
             active_ns: t.active_ns,
             idle_ns: t.idle_ns.max(t.active_ns),
             handshake_ns: t.handshake_ns,
-            granule_ns: (t.active_ns / 4).max(1),
+            granule_ns,
+            epoch: 0,
+            epoch_end: granule_ns,
             next_deadline: u64::MAX,
+            next_check: granule_ns,
             counters: TableCounters::default(),
         }
     }
 
-    /// The fingerprint of `key` (see the module docs).
+    /// The fingerprint of `key`.
+    #[inline]
     pub(crate) fn fingerprint(&self, key: &FlowKey) -> u64 {
-        self.secret.hash_one(key)
+        self.hash.hash(key)
     }
 
-    /// The hot part of connection `fp`.
-    pub(crate) fn hot(&self, fp: u64) -> Option<&Hot> {
-        let i = *self.map.get(&fp)?;
-        self.slots.get(i as usize).map(|e| &e.hot)
+    /// Where `fp`'s entry is (or could go).
+    #[inline]
+    pub(crate) fn probe(&self, fp: u64) -> Probe {
+        self.buckets.probe(fp)
     }
 
-    fn hot_mut(&mut self, fp: u64) -> Option<&mut Hot> {
-        let i = *self.map.get(&fp)?;
-        self.slots.get_mut(i as usize).map(|e| &mut e.hot)
+    /// Asks the CPU to start loading `fp`'s bucket.
+    #[inline]
+    pub(crate) fn prefetch(&self, fp: u64) {
+        self.buckets.prefetch(fp);
     }
 
-    /// Both parts of connection `fp` (handshakes: not the per-packet path).
-    pub(crate) fn entry(&self, fp: u64) -> Option<(Hot, Cold)> {
-        let i = *self.map.get(&fp)?;
-        self.slots.get(i as usize).map(|e| (e.hot, e.cold))
+    /// The hot part at `pos`.
+    #[inline]
+    pub(crate) fn hot(&self, pos: u32) -> Option<&Hot> {
+        self.buckets.get(pos)
     }
 
-    /// Replaces the contents of connection `fp`, keeping its place in the
-    /// lists and its activity.
-    pub(crate) fn set_entry(&mut self, fp: u64, hot: Hot, cold: Cold) {
-        let Some(&i) = self.map.get(&fp) else {
+    /// When [`Table::expire`] next has something to do (ns).
+    pub(crate) fn next_check(&self) -> u64 {
+        self.next_check
+    }
+
+    /// The current granule's low byte (compare with [`Hot::is_fast`]).
+    #[inline]
+    pub(crate) fn epoch(&self) -> u8 {
+        self.epoch as u8
+    }
+
+    /// The class's rate and per-flow share for data on side `data`.
+    #[inline]
+    pub(crate) fn class_rate(&self, class: u8, data: usize) -> (f64, f64) {
+        self.classes
+            .get(usize::from(class))
+            .and_then(|c| Some((*c.rate.get(data)?, *c.per_flow.get(data)?)))
+            .unwrap_or((0.0, 0.0))
+    }
+
+    /// The entry at `pos` is `fp`'s (not another connection with the same
+    /// tag).
+    pub(crate) fn is(&self, pos: u32, fp: u64) -> bool {
+        self.cold.get(pos as usize).is_some_and(|c| c.fp == fp)
+    }
+
+    /// Both parts at `pos` (handshakes: not the per-packet path).
+    pub(crate) fn entry(&self, pos: u32) -> Option<(Hot, Cold)> {
+        Some((*self.buckets.get(pos)?, *self.cold.get(pos as usize)?))
+    }
+
+    /// Replaces the contents at `pos`, keeping its place in the lists,
+    /// its activity and its granule.
+    pub(crate) fn set_entry(&mut self, pos: u32, hot: Hot, cold: Cold) {
+        let Some(h) = self.buckets.get_mut(pos) else {
             return;
         };
-        let Some(e) = self.slots.get_mut(i as usize) else {
-            return;
-        };
-        e.hot = Hot {
-            slot: e.hot.slot,
-            moved: e.hot.moved,
-            active: e.hot.active,
-            ..hot
-        };
-        e.cold = Cold {
-            fp: e.cold.fp,
-            prev: e.cold.prev,
-            next: e.cold.next,
-            which: e.cold.which,
-            ..cold
-        };
+        h.assign(&hot);
+        if let Some(c) = self.cold.get_mut(pos as usize) {
+            *c = Cold {
+                fp: c.fp,
+                moved: c.moved,
+                prev: c.prev,
+                next: c.next,
+                which: c.which,
+                ..cold
+            };
+        }
     }
 
     pub(crate) fn established(&self) -> usize {
@@ -294,21 +296,18 @@ impl Table {
 
     /// n_j: active flows of `class`.
     pub(crate) fn active_in(&self, class: u8) -> u32 {
-        self.active_per_class
-            .get(usize::from(class))
-            .copied()
-            .unwrap_or(0)
+        self.classes.get(usize::from(class)).map_or(0, |c| c.active)
     }
 
     /// All active flows.
     pub(crate) fn active(&self) -> u64 {
-        self.active_per_class.iter().map(|&n| u64::from(n)).sum()
+        self.classes.iter().map(|c| u64::from(c.active)).sum()
     }
 
-    /// Entries allocated (live or free): what the table's memory is sized
-    /// by. At most `max_flows + max_half_open`.
+    /// Positions allocated (live or not): what the table's memory is sized
+    /// by. At most `WAYS · max_buckets`.
     pub(crate) fn slots(&self) -> usize {
-        self.slots.len()
+        self.buckets.capacity()
     }
 
     fn list(&mut self, w: Which) -> &mut List {
@@ -318,27 +317,18 @@ impl Table {
         }
     }
 
-    fn cold(&self, i: u32) -> Option<&Cold> {
-        self.slots.get(i as usize).map(|e| &e.cold)
+    fn cold_at(&self, i: u32) -> Option<&Cold> {
+        self.cold.get(i as usize)
     }
 
     fn cold_mut(&mut self, i: u32) -> Option<&mut Cold> {
-        self.slots.get_mut(i as usize).map(|e| &mut e.cold)
-    }
-
-    /// The hot part of the entry in slot `i`.
-    fn hot_of(&self, i: u32) -> Option<&Hot> {
-        self.slots.get(i as usize).map(|e| &e.hot)
-    }
-
-    fn hot_of_mut(&mut self, i: u32) -> Option<&mut Hot> {
-        self.slots.get_mut(i as usize).map(|e| &mut e.hot)
+        self.cold.get_mut(i as usize)
     }
 
     fn unlink(&mut self, i: u32) {
         let Some(&Cold {
             which, prev, next, ..
-        }) = self.cold(i)
+        }) = self.cold_at(i)
         else {
             return;
         };
@@ -360,8 +350,8 @@ impl Table {
         }
     }
 
-    /// Puts slot `i` at the front of list `w`, moved at `now`.
-    fn push_front(&mut self, i: u32, w: Which, now: u64) {
+    /// Puts position `i` at the front of list `w` (its `moved` unchanged).
+    fn link_front(&mut self, i: u32, w: Which) {
         let head = self.list(w).head;
         if let Some(c) = self.cold_mut(i) {
             c.which = w;
@@ -376,245 +366,311 @@ impl Table {
         let l = self.list(w);
         l.head = i;
         l.len += 1;
-        if let Some(h) = self.hot_of_mut(i) {
-            h.moved = now;
+    }
+
+    /// Puts position `i` at the front of list `w`, moved at `now`.
+    fn push_front(&mut self, i: u32, w: Which, now: u64) {
+        self.link_front(i, w);
+        if let Some(c) = self.cold_mut(i) {
+            c.moved = now;
         }
     }
 
     /// Adds a half-open entry, evicting the least recent half-open one if
-    /// that table is full. `false` if the fingerprint is already present.
+    /// that table is full. `false` if not added: its tag is already on its
+    /// lookup path, or (rarely) the path has no room (counted as refused).
     pub(crate) fn insert_half_open(&mut self, fp: u64, mut hot: Hot, mut cold: Cold) -> bool {
-        if self.map.contains_key(&fp) {
-            return false;
-        }
-        if self.half.len >= self.max_half_open
-            && let Some(tail) = self.cold(self.half.tail).map(|c| c.fp)
-        {
+        let tail = self.half.tail;
+        if self.half.len >= self.max_half_open && tail != NIL {
             self.remove(tail);
             self.counters.evicted_half_open += 1;
         }
-        cold.fp = fp;
-        cold.which = Which::HalfOpen;
-        hot.active = false;
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let Ok(i) = u32::try_from(self.slots.len()) else {
-                    return false;
-                };
-                self.slots.push(Entry { hot, cold });
-                i
+        let (live, cap) = (self.buckets.live() + 1, self.buckets.capacity());
+        if (live + self.buckets.tombs()) * 8 > cap * 7 {
+            let n = self.buckets.bucket_count();
+            self.rebuild(if live * 4 > cap * 3 { n * 2 } else { n });
+        }
+        let pos = match self.buckets.probe(fp) {
+            Probe::Found(_) => return false,
+            Probe::Absent(Some(p)) => p,
+            Probe::Absent(None) => {
+                let n = self.buckets.bucket_count();
+                if n < self.max_buckets {
+                    self.rebuild(n * 2);
+                }
+                match self.buckets.probe(fp) {
+                    Probe::Absent(Some(p)) => p,
+                    _ => {
+                        self.counters.refused += 1;
+                        return false;
+                    }
+                }
             }
         };
-        hot.slot = i;
-        if let Some(e) = self.slots.get_mut(i as usize) {
-            *e = Entry { hot, cold };
+        let now = cold.moved;
+        hot.set_active(false);
+        cold.fp = fp;
+        self.buckets.put(pos, hot);
+        if let Some(c) = self.cold_mut(pos) {
+            *c = cold;
         }
-        let now = hot.last_seen;
-        self.map.insert(fp, i);
-        self.push_front(i, Which::HalfOpen, now);
-        let deadline = now.saturating_add(self.handshake_ns);
-        self.next_deadline = self.next_deadline.min(deadline);
+        self.push_front(pos, Which::HalfOpen, now);
+        self.set_deadline(now.saturating_add(self.handshake_ns));
         true
     }
 
-    /// A segment of half-open connection `fp` at `now`.
-    pub(crate) fn touch_half_open(&mut self, fp: u64, now: u64) {
-        let Some(h) = self.hot_mut(fp) else {
-            return;
-        };
-        h.last_seen = now;
-        let i = h.slot;
-        self.unlink(i);
-        self.push_front(i, Which::HalfOpen, now);
+    fn set_deadline(&mut self, at: u64) {
+        self.next_deadline = self.next_deadline.min(at);
+        self.next_check = self.next_check.min(at);
     }
 
-    /// Moves half-open `fp` to the established flows, active from `now`.
+    /// Rebuilds the index with `buckets` buckets (at most the cap's):
+    /// every live entry re-placed, tombstones gone, both lists in the same
+    /// order. An entry that finds no room (only conceivable with the probe
+    /// bound at a full table) is dropped and counted as evicted.
+    fn rebuild(&mut self, buckets: usize) {
+        let nb = buckets.clamp(1, self.max_buckets);
+        let old_hot = std::mem::replace(&mut self.buckets, Buckets::with_buckets(nb));
+        let old_cold = std::mem::replace(&mut self.cold, vec![Cold::default(); nb * WAYS]);
+        let lists = [(Which::HalfOpen, self.half), (Which::Established, self.est)];
+        let old_oldest = std::mem::replace(&mut self.oldest_active, NIL);
+        self.half = List::default();
+        self.est = List::default();
+        for (which, list) in lists {
+            let mut i = list.tail;
+            let mut oldest_pending = false;
+            while let (Some(&h), Some(&c)) = (old_hot.get(i), old_cold.get(i as usize)) {
+                oldest_pending |= i == old_oldest;
+                i = c.prev;
+                let Probe::Absent(Some(p)) = self.buckets.probe(c.fp) else {
+                    if h.active() {
+                        self.count(h.class, false);
+                    }
+                    self.counters.evicted += 1;
+                    continue;
+                };
+                self.buckets.put(p, h);
+                if let Some(n) = self.cold_mut(p) {
+                    *n = c;
+                }
+                self.link_front(p, which);
+                if oldest_pending && h.active() {
+                    self.oldest_active = p;
+                    oldest_pending = false;
+                }
+            }
+        }
+    }
+
+    /// A segment of half-open connection `pos` at `now`.
+    pub(crate) fn touch_half_open(&mut self, pos: u32, now: u64) {
+        self.unlink(pos);
+        self.push_front(pos, Which::HalfOpen, now);
+    }
+
+    /// Moves half-open `pos` to the established flows, active from `now`.
     /// If they are full, the least recent one goes if it is inactive (an
-    /// idle flow); if even that one is active, `fp` is dropped instead
+    /// idle flow); if even that one is active, `pos` is dropped instead
     /// (`false`): active flows are never evicted.
-    pub(crate) fn promote(&mut self, fp: u64, now: u64) -> bool {
+    pub(crate) fn promote(&mut self, pos: u32, now: u64) -> bool {
         if self.est.len >= self.max_flows {
-            let tail = self.cold(self.est.tail).map(|c| c.fp);
-            match tail.and_then(|t| self.hot(t).map(|h| (t, h.active))) {
-                Some((t, false)) => {
-                    self.remove(t);
+            let tail = self.est.tail;
+            match self.buckets.get(tail).map(Hot::active) {
+                Some(false) => {
+                    self.remove(tail);
                     self.counters.evicted += 1;
                 }
                 _ => {
-                    self.remove(fp);
+                    self.remove(pos);
                     self.counters.refused += 1;
                     return false;
                 }
             }
         }
-        let Some(h) = self.hot_mut(fp) else {
+        let epoch = self.epoch();
+        let Some(h) = self.buckets.get_mut(pos) else {
             return false;
         };
-        h.stage = Stage::Established;
-        h.last_seen = now;
-        let i = h.slot;
-        self.unlink(i);
-        self.push_front(i, Which::Established, now);
-        self.activate(i);
+        h.set_stage(Stage::Established);
+        h.epoch = epoch;
+        self.unlink(pos);
+        self.push_front(pos, Which::Established, now);
+        self.activate(pos);
         true
     }
 
+    /// n_j of `class` up or down by one, and its per-flow share.
+    fn count(&mut self, class: u8, up: bool) {
+        if let Some(c) = self.classes.get_mut(usize::from(class)) {
+            c.active = if up {
+                c.active.saturating_add(1)
+            } else {
+                c.active.saturating_sub(1)
+            };
+            let n = f64::from(c.active.max(1));
+            c.per_flow = c.rate.map(|r| r / n);
+        }
+    }
+
     fn activate(&mut self, i: u32) {
-        let active_ns = self.active_ns;
-        let Some(h) = self.hot_of_mut(i) else { return };
-        if h.active {
+        let Some(h) = self.buckets.get_mut(i) else {
+            return;
+        };
+        if h.active() {
             return;
         }
-        h.active = true;
-        let (class, last) = (usize::from(h.class), h.last_seen);
-        if let Some(n) = self.active_per_class.get_mut(class) {
-            *n += 1;
-        }
+        h.set_active(true);
+        let class = h.class;
+        self.count(class, true);
         if self.oldest_active == NIL {
             self.oldest_active = i;
         }
-        self.next_deadline = self.next_deadline.min(last.saturating_add(active_ns));
+        let moved = self.cold_at(i).map_or(0, |c| c.moved);
+        self.set_deadline(
+            moved
+                .saturating_add(self.active_ns)
+                .saturating_add(self.granule_ns),
+        );
     }
 
     fn deactivate(&mut self, i: u32) {
-        let Some(h) = self.hot_of_mut(i) else { return };
-        if !h.active {
+        let Some(h) = self.buckets.get_mut(i) else {
+            return;
+        };
+        if !h.active() {
             return;
         }
-        h.active = false;
-        let class = usize::from(h.class);
-        if let Some(n) = self.active_per_class.get_mut(class) {
-            *n = n.saturating_sub(1);
-        }
+        h.set_active(false);
+        let class = h.class;
+        self.count(class, false);
     }
 
-    /// A segment of established connection `fp` at `now`: it is active,
-    /// and at the front of the list unless it was moved there less than a
-    /// granule ago (then only the bucket is written). Returns its hot part.
-    /// Handshakes in progress are returned untouched.
-    #[inline]
-    pub(crate) fn touch(&mut self, fp: u64, now: u64) -> Option<Hot> {
-        let granule = self.granule_ns;
-        let h = self.hot_mut(fp)?;
-        if h.stage != Stage::Established {
-            return Some(*h);
+    /// A segment of established connection `pos` at `now` that
+    /// [`Hot::is_fast`] did not let through: it becomes active and moves
+    /// to the front of the list.
+    pub(crate) fn touch(&mut self, pos: u32, now: u64) {
+        let epoch = self.epoch();
+        let Some(h) = self.buckets.get_mut(pos) else {
+            return;
+        };
+        if h.stage() != Stage::Established || h.is_fast(epoch) {
+            return;
         }
-        h.last_seen = now;
-        if h.active && now.saturating_sub(h.moved) < granule {
-            return Some(*h);
-        }
-        let i = h.slot;
-        if self.oldest_active == i {
+        h.epoch = epoch;
+        if self.oldest_active == pos {
             // It moves to the front; the next older active flow is the one
             // in front of it (or, if it was the head, itself again).
-            let prev = self.cold(i).map_or(NIL, |c| c.prev);
-            self.oldest_active = if prev == NIL { i } else { prev };
+            let prev = self.cold_at(pos).map_or(NIL, |c| c.prev);
+            self.oldest_active = if prev == NIL { pos } else { prev };
         }
-        self.unlink(i);
-        self.push_front(i, Which::Established, now);
-        self.activate(i);
-        self.hot_of(i).copied()
+        self.unlink(pos);
+        self.push_front(pos, Which::Established, now);
+        self.activate(pos);
     }
 
     /// Records a FIN from endpoint `from`; `true` once both sides sent one.
-    pub(crate) fn fin(&mut self, fp: u64, from: usize) -> bool {
-        let Some(h) = self.hot_mut(fp) else {
-            return false;
-        };
-        if let Some(f) = h.fin.get_mut(from) {
-            *f = true;
-        }
-        h.fin == [true, true]
+    pub(crate) fn fin(&mut self, pos: u32, from: usize) -> bool {
+        self.buckets.get_mut(pos).is_some_and(|h| h.fin(from))
     }
 
-    /// Forgets connection `fp` (FIN/RST, eviction, expiry).
-    pub(crate) fn remove(&mut self, fp: u64) {
-        let Some(&i) = self.map.get(&fp) else {
+    /// Forgets connection `pos` (FIN/RST, eviction, expiry).
+    pub(crate) fn remove(&mut self, pos: u32) {
+        if self.buckets.get(pos).is_none() {
             return;
-        };
-        if self.oldest_active == i {
-            self.oldest_active = self.cold(i).map_or(NIL, |c| c.prev);
         }
-        self.deactivate(i);
-        self.unlink(i);
-        self.map.remove(&fp);
-        self.free.push(i);
+        if self.oldest_active == pos {
+            self.oldest_active = self.cold_at(pos).map_or(NIL, |c| c.prev);
+        }
+        self.deactivate(pos);
+        self.unlink(pos);
+        self.buckets.erase(pos);
+        if let Some(c) = self.cold_mut(pos) {
+            *c = Cold::default();
+        }
     }
 
-    /// Processes the passage of time to `now`: flows silent for the active
-    /// window stop counting towards n_j, established flows silent for the
-    /// idle timeout and handshakes older than theirs are forgotten. Cheap
-    /// (one comparison) until the earliest such deadline has passed.
+    /// Processes the passage of time to `now`: the granule, flows silent
+    /// for the active window stop counting towards n_j, established flows
+    /// silent for the idle timeout and handshakes older than theirs are
+    /// forgotten. Cheap (one comparison) until the end of the granule or
+    /// the earliest such deadline.
     #[inline]
     pub(crate) fn expire(&mut self, now: u64) {
-        if now >= self.next_deadline {
+        if now >= self.next_check {
             self.expire_due(now);
         }
     }
 
     fn expire_due(&mut self, now: u64) {
-        let mut next = u64::MAX;
-        while let Some(h) = self.hot_of(self.oldest_active) {
-            let due = h.last_seen.saturating_add(self.active_ns);
-            if due > now {
-                next = next.min(due);
-                break;
-            }
-            let i = self.oldest_active;
-            self.deactivate(i);
-            self.oldest_active = self.cold(i).map_or(NIL, |c| c.prev);
+        if now >= self.epoch_end {
+            self.epoch = now / self.granule_ns;
+            self.epoch_end = (self.epoch + 1).saturating_mul(self.granule_ns);
         }
-        for (which, timeout) in [
-            (Which::Established, self.idle_ns),
-            (Which::HalfOpen, self.handshake_ns),
-        ] {
-            loop {
-                let tail = self.list(which).tail;
-                let Some(fp) = self.cold(tail).map(|c| c.fp) else {
-                    break;
-                };
-                let due = self
-                    .hot(fp)
-                    .map_or(0, |h| h.last_seen.saturating_add(timeout));
+        if now >= self.next_deadline {
+            let mut next = u64::MAX;
+            let active_for = self.active_ns.saturating_add(self.granule_ns);
+            while let Some(&c) = self.cold_at(self.oldest_active) {
+                let due = c.moved.saturating_add(active_for);
                 if due > now {
                     next = next.min(due);
                     break;
                 }
-                self.remove(fp);
-                match which {
-                    Which::Established => self.counters.expired += 1,
-                    Which::HalfOpen => self.counters.expired_half_open += 1,
+                self.deactivate(self.oldest_active);
+                self.oldest_active = c.prev;
+            }
+            for (which, timeout) in [
+                (
+                    Which::Established,
+                    self.idle_ns.saturating_add(self.granule_ns),
+                ),
+                (Which::HalfOpen, self.handshake_ns),
+            ] {
+                loop {
+                    let tail = self.list(which).tail;
+                    let Some(c) = self.cold_at(tail) else {
+                        break;
+                    };
+                    let due = c.moved.saturating_add(timeout);
+                    if due > now {
+                        next = next.min(due);
+                        break;
+                    }
+                    self.remove(tail);
+                    match which {
+                        Which::Established => self.counters.expired += 1,
+                        Which::HalfOpen => self.counters.expired_half_open += 1,
+                    }
                 }
             }
+            self.next_deadline = next;
         }
-        self.next_deadline = next;
+        self.next_check = self.next_deadline.min(self.epoch_end);
     }
 
     /// Walks both lists and recounts everything (tests only): the links
-    /// agree with the lengths, every entry is in the map, the lists are in
-    /// order, the active flows are exactly a prefix of the established
-    /// list ending at `oldest_active`, and the per-class counts match.
+    /// agree with the lengths, every entry is found where it is, the lists
+    /// are in order, the active flows are exactly a prefix of the
+    /// established list ending at `oldest_active`, the per-class counts
+    /// and shares match, and the index is within its bounds.
     #[cfg(test)]
     pub(crate) fn check(&self) {
-        let mut per_class = vec![0u32; self.active_per_class.len()];
+        let mut per_class = vec![0u32; self.classes.len()];
         for (w, l) in [(Which::HalfOpen, self.half), (Which::Established, self.est)] {
             let (mut i, mut prev, mut n) = (l.head, NIL, 0);
             let mut seen_inactive = false;
             let mut last_active = NIL;
             let mut moved = u64::MAX;
             while i != NIL {
-                let Entry { hot: h, cold: c } = &self.slots[i as usize];
-                assert_eq!(self.map[&c.fp], i);
-                assert_eq!(h.slot, i);
+                let h = self.buckets.get(i).expect("listed entries are live");
+                let c = &self.cold[i as usize];
+                assert_eq!(self.buckets.probe(c.fp), Probe::Found(i));
                 assert_eq!(c.which, w);
                 assert_eq!(c.prev, prev);
-                assert!(h.moved <= moved, "list out of order");
-                assert!(h.moved <= h.last_seen);
-                moved = h.moved;
+                assert!(c.moved <= moved, "list out of order");
+                moved = c.moved;
                 if w == Which::Established {
-                    assert_eq!(h.stage, Stage::Established);
-                    if h.active {
+                    assert_eq!(h.stage(), Stage::Established);
+                    if h.active() {
                         assert!(!seen_inactive, "active flow after an inactive one");
                         per_class[usize::from(h.class)] += 1;
                         last_active = i;
@@ -622,8 +678,8 @@ impl Table {
                         seen_inactive = true;
                     }
                 } else {
-                    assert!(!h.active);
-                    assert_ne!(h.stage, Stage::Established);
+                    assert!(!h.active());
+                    assert_ne!(h.stage(), Stage::Established);
                 }
                 prev = i;
                 i = c.next;
@@ -635,17 +691,18 @@ impl Table {
                 assert_eq!(self.oldest_active, last_active);
             }
         }
-        assert_eq!(per_class, self.active_per_class);
-        assert_eq!(self.map.len(), self.half.len + self.est.len);
-        assert_eq!(self.slots.len(), self.map.len() + self.free.len());
+        for (c, &n) in self.classes.iter().zip(&per_class) {
+            assert_eq!(c.active, n);
+            assert_eq!(c.per_flow, c.rate.map(|r| r / f64::from(n.max(1))));
+        }
+        assert_eq!(self.buckets.live(), self.half.len + self.est.len);
         assert!(self.half.len <= self.max_half_open && self.est.len <= self.max_flows);
-        if self
-            .map
-            .values()
-            .any(|&i| self.slots[i as usize].hot.active)
-        {
+        assert!(self.buckets.bucket_count() <= self.max_buckets);
+        assert_eq!(self.cold.len(), self.buckets.capacity());
+        if self.active() > 0 {
             assert!(self.next_deadline < u64::MAX);
         }
+        assert!(self.next_check <= self.epoch_end && self.next_check <= self.next_deadline);
     }
 }
 
@@ -653,13 +710,10 @@ impl Table {
 mod tests {
     use super::*;
 
-    /// A slot is two cache lines, the hot part alone in the first.
+    /// The cold part is the 48 bytes the docs count.
     #[test]
-    fn slot_layout() {
-        assert!(size_of::<Hot>() <= 64, "{}", size_of::<Hot>());
-        assert!(size_of::<Cold>() <= 64, "{}", size_of::<Cold>());
-        assert_eq!(size_of::<Entry>(), 128);
-        assert_eq!(align_of::<Entry>(), 64);
-        assert_eq!(size_of::<(u64, u32)>(), 16);
+    fn cold_layout() {
+        assert_eq!(size_of::<Cold>(), 48);
+        assert_eq!(max_buckets(65_536 + 4_096), 23_211);
     }
 }

@@ -611,7 +611,9 @@ fn syn_flood_neither_grows_the_table_nor_evicts_active_flows() {
     assert_eq!((s.flows, s.active_flows, s.half_open), (8, 8, 16));
     assert_eq!(s.evicted_half_open, 10_000 - 16);
     assert_eq!(s.evicted, 0);
-    assert!(r.allocated_entries() <= 8 + 16);
+    // ⌈(8 + 16) / 3⌉ buckets of four: 32 positions at most.
+    assert_eq!(r.config().max_table_entries(), 32);
+    assert!(r.allocated_entries() <= 32);
     // Every established flow is still capped.
     for c in &conns {
         assert!(matches!(
@@ -648,6 +650,49 @@ fn syn_flood_neither_grows_the_table_nor_evicts_active_flows() {
     let s = r.stats();
     assert_eq!((s.flows, s.evicted), (8, 1));
     assert_eq!(conns[0].ack_from_b(&mut r, t, 100).0, RwmOutcome::Untracked);
+}
+
+#[test]
+fn the_index_grows_and_rebuilds_without_losing_a_flow() {
+    let t0 = Instant::now();
+    let mut cfg = RwmConfig::new(100_000_000);
+    cfg.max_flows = 300;
+    cfg.max_half_open = 30;
+    let mut r = Rwm::new(cfg, t0).unwrap();
+    let conns: Vec<Conn> = (0..600).map(Conn::new).collect();
+    let mut t = t0;
+    // 200 flows: the index grows from 4 buckets, rebuilt each time with
+    // established, active flows in it (`process` checks every invariant,
+    // the lists' order and each entry's place, after every packet).
+    for c in &conns[..200] {
+        t = c.handshake(&mut r, t, MS, MS);
+    }
+    let grown = r.allocated_entries();
+    // At most 7/8 occupied: at least 229 positions.
+    assert!(
+        (229..=r.config().max_table_entries()).contains(&grown),
+        "{grown}"
+    );
+    // Churn: every RST leaves a tombstone; they force same-size rebuilds.
+    for k in 0..400 {
+        let c = &conns[k];
+        let rst = c.seg(false, RST, c.isn_b.wrapping_add(1), 0, 0, 0);
+        process(&mut r, t, Side::Reverse, rst);
+        t = conns[k + 200].handshake(&mut r, t, MS, MS);
+    }
+    let s = r.stats();
+    assert_eq!((s.flows, s.active_flows, s.closed), (200, 200, 400));
+    assert_eq!((s.evicted, s.refused), (0, 0));
+    assert_eq!(r.allocated_entries(), r.config().max_table_entries());
+    for c in &conns[..400] {
+        assert_eq!(c.ack_from_b(&mut r, t, u16::MAX).0, RwmOutcome::Untracked);
+    }
+    for c in &conns[400..] {
+        assert!(matches!(
+            c.ack_from_b(&mut r, t, u16::MAX).0,
+            RwmOutcome::Rewritten { .. }
+        ));
+    }
 }
 
 #[test]
@@ -744,6 +789,50 @@ proptest! {
             }
             r.table.check();
         }
+    }
+
+    /// `process_batch` in batches of any length does exactly what
+    /// `process` on each packet does: the same packets out, the same
+    /// counters, the same table.
+    #[test]
+    fn a_batch_is_the_same_as_one_by_one(
+        conns in proptest::collection::vec(arb_conn(), 1..5),
+        steps in proptest::collection::vec(
+            (0usize..5, 0u8..7, any::<u16>(), 0u64..300), 1..120),
+        batch in 1usize..40,
+    ) {
+        let t0 = Instant::now();
+        let mut cfg = RwmConfig::new(20_000_000);
+        cfg.max_flows = 3;
+        cfg.max_half_open = 2;
+        let mut one = Rwm::new(cfg.clone(), t0).unwrap();
+        let mut many = Rwm::new(cfg, t0).unwrap();
+        let mut t = t0;
+        let mut pkts = Vec::new();
+        for (ci, kind, window, gap_ms) in steps {
+            let c = conns[ci % conns.len()];
+            t += Duration::from_millis(gap_ms);
+            let (pkt, side) = match kind {
+                0 => (c.seg(true, SYN, c.isn_a, 0, window, 0), Side::Forward),
+                1 => (c.seg(false, SYN | ACK, c.isn_b, c.isn_a + 1, window, 0), Side::Reverse),
+                2 => (c.seg(true, ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
+                3 => (c.seg(false, ACK, c.isn_b.wrapping_add(1), c.isn_a + 1, window, 100), Side::Reverse),
+                4 => (c.seg(true, FIN | ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
+                5 => (c.seg(false, RST, c.isn_b.wrapping_add(1), 0, window, 0), Side::Reverse),
+                _ => (vec![0x45, 0, 0, 20], Side::Forward),
+            };
+            pkts.push((t, side, pkt));
+        }
+        let mut expected = pkts.clone();
+        for (t, side, p) in &mut expected {
+            one.process(*t, *side, p);
+        }
+        for chunk in pkts.chunks_mut(batch) {
+            many.process_batch(chunk.iter_mut().map(|(t, s, p)| (*t, *s, p.as_mut_slice())));
+            many.table.check();
+        }
+        prop_assert_eq!(&pkts, &expected);
+        prop_assert_eq!(one.stats(), many.stats());
     }
 
     /// Random interleavings of handshake and data segments of a few

@@ -18,6 +18,16 @@ pub fn cap_bytes(class_bdp: f64, n: u32, floor_bytes: u64) -> u64 {
     (bdp as u64).max(floor_bytes)
 }
 
+/// The per-flow cap in bytes from the class's rate already divided by
+/// its `n ≥ 1` active flows (`per_flow`, bytes per ns) and the flow's RTT
+/// (ns): `per_flow · rtt`, never below `floor_bytes`. The per-packet form
+/// of [`cap_bytes`]`(class_bdp(rate, rtt), n, floor)`.
+#[inline]
+pub fn flow_cap(per_flow_bytes_per_ns: f64, rtt_ns: f32, floor_bytes: u64) -> u64 {
+    // `as` saturates (NaN → 0), so any input gives a u64.
+    ((per_flow_bytes_per_ns * f64::from(rtt_ns)) as u64).max(floor_bytes)
+}
+
 /// The window field to put in a segment whose sender scales its windows by
 /// `wscale` and that advertises `advertised`: `min(advertised,
 /// max(cap >> wscale, 1))`. Never above `advertised` (RWM never raises a

@@ -13,10 +13,10 @@
 //! [`Forwarder`] directions. It waits for whichever comes first, a readable
 //! device or the next departure (`TunInput`: `ppoll(2)` with a nanosecond
 //! timeout until `spin` before the departure, then polling without
-//! sleeping), reads every packet that is ready and pushes each into the
-//! core stamped with the time it was read (after a wake-up more than
-//! [`STALL`] late, spread over the stall instead: [`stall_stamp`]), then
-//! writes everything due.
+//! sleeping), reads every packet that is ready (up to 256) and hands them
+//! to the core together ([`Forwarder::push_batch`]), each stamped with the
+//! time it was read (after a wake-up more than [`STALL`] late, spread over
+//! the stall instead: [`stall_stamp`]), then writes everything due.
 //! Writes are plain `write(2)` calls (a TUN write never blocks), so a packet
 //! leaves at the instant the core releases it. One thread for both
 //! directions keeps the core single-threaded and leaves the second core of a
@@ -389,14 +389,17 @@ fn forwarding_loop<F: Forwarder, IO: Input + Output>(
             .zip(batch.last().map(|b| b.2))
             .map(|(since, end)| (since.max(clock), end));
         let n = batch.len();
-        for (k, (dir, p, read_at)) in batch.drain(..).enumerate() {
-            let stamp = stall.map_or(read_at, |(start, end)| stall_stamp(start, end, k, n));
+        for (k, (dir, p, read_at)) in batch.iter_mut().enumerate() {
+            let stamp = stall.map_or(*read_at, |(start, end)| stall_stamp(start, end, k, n));
             clock = clock.max(stamp);
-            let io = stats.io(dir);
+            *read_at = clock;
+            let io = stats.io(*dir);
             IoCounters::add(&io.packets_in, 1);
             IoCounters::add(&io.bytes_in, p.len() as u64);
-            fwd.push(dir, clock, p);
         }
+        // All of them at once (the core may overlap their work: RWM's
+        // lookups, `Rwm::process_batch`), each at its stamp.
+        fwd.push_batch(&mut batch);
         // Then everything due, recording how late each release is.
         loop {
             clock = clock.max(Instant::now());

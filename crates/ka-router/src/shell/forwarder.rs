@@ -13,6 +13,15 @@ use super::stats::{CoreStats, Direction};
 pub trait Forwarder: Send + 'static {
     /// A packet read in direction `dir` (whole IP packet, no link header).
     fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>);
+    /// The packets read at one wake-up, each with its direction and time,
+    /// in order (drained): the same as [`Forwarder::push`] on each in turn,
+    /// but a forwarder may look at all of them first (receive-window
+    /// modulation starts all their table lookups together).
+    fn push_batch(&mut self, batch: &mut Vec<(Direction, Vec<u8>, Instant)>) {
+        for (dir, packet, now) in batch.drain(..) {
+            self.push(dir, now, packet);
+        }
+    }
     /// The next packet of `dir` due at or before `now`, if any.
     fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>>;
     /// The earliest instant either direction has something due (`None`:

@@ -51,17 +51,36 @@ impl KaPorts {
     }
 }
 
+fn side(dir: Direction) -> Side {
+    match dir {
+        Direction::Forward => Side::Forward,
+        Direction::Reverse => Side::Reverse,
+    }
+}
+
 impl Forwarder for KaPorts {
     fn push(&mut self, dir: Direction, now: Instant, mut packet: Vec<u8>) {
         if let Some(rwm) = &mut self.rwm {
-            let side = match dir {
-                Direction::Forward => Side::Forward,
-                Direction::Reverse => Side::Reverse,
-            };
-            rwm.process(now, side, &mut packet);
+            rwm.process(now, side(dir), &mut packet);
         }
         // Drops are counted by the port; nothing else to do with the outcome.
         let _ = self.port_mut(dir).push(now, packet);
+    }
+
+    /// RWM sees the whole batch first ([`Rwm::process_batch`]: its table
+    /// lookups overlap), then each packet goes into its port, in order —
+    /// the same result as `push` one by one (RWM never looks at a port).
+    fn push_batch(&mut self, batch: &mut Vec<(Direction, Vec<u8>, Instant)>) {
+        if let Some(rwm) = &mut self.rwm {
+            rwm.process_batch(
+                batch
+                    .iter_mut()
+                    .map(|(dir, p, now)| (*now, side(*dir), p.as_mut_slice())),
+            );
+        }
+        for (dir, packet, now) in batch.drain(..) {
+            let _ = self.port_mut(dir).push(now, packet);
+        }
     }
 
     fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
