@@ -164,8 +164,10 @@ pub trait Controller: Send + fmt::Debug {
 
     /// The transmission sent at `sent` (`bytes` of sequence space) was
     /// delivered: the first ACK or SACK covering it arrived at `now`.
-    /// `rtt_sample` is `now − sent` for a segment never retransmitted
-    /// (Karn), else `None`. Called per segment, before
+    /// `rtt_sample` is, for a segment never retransmitted (Karn), the RTT
+    /// of the newest such segment the same ACK delivered (`now` minus its
+    /// send time: the ACK's own RTT, free of the wait an older segment had
+    /// at a delayed-ACK receiver), else `None`. Called per segment, before
     /// [`Controller::on_ack`] for the same ACK. Default: ignored.
     fn on_packet_acked(
         &mut self,

@@ -388,11 +388,21 @@ impl Connection {
 
     /// Hands the scoreboard's per-segment fates (delivered / lost) to the
     /// controller (see `cc` module docs).
+    ///
+    /// Every timed delivery of one ACK gets the RTT of the newest segment
+    /// it covers (Linux's `ca_rtt_us`): an older segment of the same ACK
+    /// waited at the receiver for the newer one (delayed ACK), so its own
+    /// `now − sent` measures the sender's spacing, not the path. Per-packet
+    /// samples made PCC's RTT gradient see every delayed ACK as queueing
+    /// growth; its starting phase then stopped at the initial rate (ka-sim,
+    /// 10 Mbit/s / 100 ms, 40 ms delayed ACK: ~1 Mbit/s for 2.5 s).
     pub(super) fn report_segments(&mut self, now: Instant) {
+        let newest = self.sb.newest_timed_delivery();
         for r in self.sb.drain_reports() {
             match r.fate {
                 SegFate::Acked { rtt_valid } => {
-                    let sample = rtt_valid.then(|| now.saturating_duration_since(r.sent));
+                    let sample =
+                        rtt_valid.then(|| now.saturating_duration_since(newest.unwrap_or(r.sent)));
                     self.cc
                         .on_packet_acked(now, r.sent, r.bytes as usize, sample);
                 }

@@ -198,6 +198,16 @@ impl Scoreboard {
         self.segs.push_back(seg);
     }
 
+    /// The send time of the newest never-retransmitted transmission among
+    /// the deliveries recorded since the last [`Self::drain_reports`].
+    pub fn newest_timed_delivery(&self) -> Option<Instant> {
+        self.reports
+            .iter()
+            .filter(|r| matches!(r.fate, SegFate::Acked { rtt_valid: true }))
+            .map(|r| r.sent)
+            .max()
+    }
+
     /// Takes the fates recorded since the last call.
     pub fn drain_reports(&mut self) -> std::vec::Drain<'_, SegReport> {
         self.reports.drain(..)
