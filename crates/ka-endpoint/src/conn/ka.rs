@@ -70,9 +70,10 @@
 //! A flow in TCP mode whose ACKs, for data sent after the last fresh signal,
 //! keep coming back without one for an srtt knows that the routers stopped
 //! signalling (a KA router in TCP mode, which freezes R) rather than that
-//! its packets were lost. Then "left by loss" becomes "left by silence" (the
-//! lead's option (c)): R is trustworthy again, and the flow comes back at
-//! the first fresh signal, uncapped, as the paper describes for Fig. 5.
+//! its packets were lost. Then "left by loss" becomes "left by silence": R
+//! was frozen while the routers were silent, so it is trustworthy again,
+//! and the flow comes back at the first fresh signal, uncapped, as the
+//! paper describes for Fig. 5.
 //!
 //! A return by the paper's rule (`cwnd/srtt ≥ R`) or after a silence of the
 //! routers has no cap.
@@ -568,7 +569,7 @@ impl Connection {
             return;
         }
         // Losses while the routers were silent (in TCP mode) do not make R
-        // suspect: it was frozen meanwhile (the lead's option (c)).
+        // suspect: it was frozen meanwhile (paper Fig. 5).
         if self.ka.router_silent && self.ka.left_by == Some(super::LeftBy::Loss) {
             self.ka.left_by = Some(super::LeftBy::Silence);
         }
