@@ -16,8 +16,10 @@ mod netns_common;
 use std::path::Path;
 use std::time::Duration;
 
-use ka_router::shell::testbed::{ADDR_A, ADDR_B, Side, Testbed};
-use netns_common::{Proc, RoleResult, metric_value, scrape_metrics, testbed_or_skip, v4};
+use ka_router::shell::testbed::{ADDR_A, Side, Testbed};
+use netns_common::{
+    cubic_senders, listeners, metric_value, scrape_metrics, testbed_or_skip, transfers_intact, v4,
+};
 
 const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
 
@@ -64,42 +66,10 @@ fn run(tb: &mut Testbed, qdisc_args: &[&str], flows: u16, bytes: u64) -> Run {
     for side in [Side::A, Side::B] {
         tb.sysctl(side, "net.ipv4.tcp_ecn", "1").unwrap();
     }
-    let mut receivers: Vec<Proc> = (0..flows)
-        .map(|i| {
-            let mut r = Proc::role(
-                tb,
-                Side::B,
-                "recv",
-                &[("listen", format!("{ADDR_B}:{}", 5001 + i))],
-            );
-            r.said("LISTENING", Duration::from_secs(20));
-            r
-        })
-        .collect();
-    let mut senders: Vec<Proc> = (0..flows)
-        .map(|i| {
-            Proc::role(
-                tb,
-                Side::A,
-                "send",
-                &[
-                    ("to", format!("{ADDR_B}:{}", 5001 + i)),
-                    ("bytes", bytes.to_string()),
-                    ("cc", "cubic".into()),
-                ],
-            )
-        })
-        .collect();
+    let mut receivers = listeners(tb, flows);
+    let mut senders = cubic_senders(tb, flows, bytes);
     let timeout = Duration::from_secs(30 + 5 * u64::from(flows) * bytes / 1_000_000);
-    let got: Vec<RoleResult> = receivers.iter_mut().map(|r| r.result(timeout)).collect();
-    let sent: Vec<RoleResult> = senders
-        .iter_mut()
-        .map(|s| s.result(Duration::from_secs(20)))
-        .collect();
-    for (r, s) in got.iter().zip(&sent) {
-        assert_eq!(r.get("bytes"), bytes.to_string(), "bytes lost");
-        assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
-    }
+    let got = transfers_intact(&mut receivers, &mut senders, bytes, timeout);
     let text = scrape_metrics(&metrics);
     let fwd = |name: &str| {
         metric_value(&text, &format!("{name}{{direction=\"forward\"}}"))

@@ -21,7 +21,9 @@ use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ka_router::shell::testbed::{ADDR_B, Side, Testbed};
-use netns_common::{Proc, RoleResult, metric_value, scrape_metrics, testbed_or_skip};
+use netns_common::{
+    Proc, cubic_senders, listeners, metric_value, scrape_metrics, testbed_or_skip, transfers_intact,
+};
 
 const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
 const FLOWS: u16 = 4;
@@ -114,18 +116,7 @@ fn run(tb: &mut Testbed, extra: &[&str], bytes: u64) -> Run {
             tb.sysctl(side, key, "4096 131072 62914560").unwrap();
         }
     }
-    let mut receivers: Vec<Proc> = (0..FLOWS)
-        .map(|i| {
-            let mut r = Proc::role(
-                tb,
-                Side::B,
-                "recv",
-                &[("listen", format!("{ADDR_B}:{}", 5001 + i))],
-            );
-            r.said("LISTENING", Duration::from_secs(20));
-            r
-        })
-        .collect();
+    let mut receivers = listeners(tb, FLOWS);
     let mut cmd: Command = tb.command(Side::A, "ping");
     cmd.args(["-D", "-n", "-i", "0.05", &ADDR_B.to_string()]);
     let mut ping = Proc::spawn("ping", cmd);
@@ -134,30 +125,9 @@ fn run(tb: &mut Testbed, extra: &[&str], bytes: u64) -> Run {
         ping.stdout_line(Duration::from_secs(10), |l| ping_line(l).is_some());
     }
     let start = epoch_s();
-    let mut senders: Vec<Proc> = (0..FLOWS)
-        .map(|i| {
-            Proc::role(
-                tb,
-                Side::A,
-                "send",
-                &[
-                    ("to", format!("{ADDR_B}:{}", 5001 + i)),
-                    ("bytes", bytes.to_string()),
-                    ("cc", "cubic".into()),
-                ],
-            )
-        })
-        .collect();
+    let mut senders = cubic_senders(tb, FLOWS, bytes);
     let timeout = Duration::from_secs(60 + 4 * u64::from(FLOWS) * bytes / 1_000_000);
-    let got: Vec<RoleResult> = receivers.iter_mut().map(|r| r.result(timeout)).collect();
-    let sent: Vec<RoleResult> = senders
-        .iter_mut()
-        .map(|s| s.result(Duration::from_secs(20)))
-        .collect();
-    for (r, s) in got.iter().zip(&sent) {
-        assert_eq!(r.get("bytes"), bytes.to_string(), "bytes lost");
-        assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
-    }
+    let got = transfers_intact(&mut receivers, &mut senders, bytes, timeout);
     let secs: Vec<f64> = got.iter().map(|r| r.num("secs")).collect();
     // All flows are running from their handshakes (within the first half
     // second: four process starts) until the first one ends.

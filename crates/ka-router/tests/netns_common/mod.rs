@@ -27,6 +27,69 @@ pub fn testbed_or_skip(test: &str) -> Option<Testbed> {
     Some(Testbed::new().expect("creating the testbed"))
 }
 
+/// `n` kernel-TCP receivers in B's namespace, listening on
+/// `ADDR_B:5001…` and ready.
+pub fn listeners(tb: &Testbed, n: u16) -> Vec<Proc> {
+    (0..n)
+        .map(|i| {
+            let mut r = Proc::role(
+                tb,
+                Side::B,
+                "recv",
+                &[(
+                    "listen",
+                    format!("{}:{}", ka_router::shell::testbed::ADDR_B, 5001 + i),
+                )],
+            );
+            r.said("LISTENING", Duration::from_secs(20));
+            r
+        })
+        .collect()
+}
+
+/// `n` kernel-CUBIC senders in A's namespace, sender `i` sending `bytes`
+/// to the listener on port `5001 + i` ([`listeners`]).
+pub fn cubic_senders(tb: &Testbed, n: u16, bytes: u64) -> Vec<Proc> {
+    (0..n)
+        .map(|i| {
+            Proc::role(
+                tb,
+                Side::A,
+                "send",
+                &[
+                    (
+                        "to",
+                        format!("{}:{}", ka_router::shell::testbed::ADDR_B, 5001 + i),
+                    ),
+                    ("bytes", bytes.to_string()),
+                    ("cc", "cubic".into()),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// Waits up to `timeout` for every receiver's result and then the
+/// senders'; asserts that each transfer arrived whole (`bytes`, the
+/// sender's sha256). Returns the receivers' results.
+pub fn transfers_intact(
+    receivers: &mut [Proc],
+    senders: &mut [Proc],
+    bytes: u64,
+    timeout: Duration,
+) -> Vec<RoleResult> {
+    let got: Vec<RoleResult> = receivers.iter_mut().map(|r| r.result(timeout)).collect();
+    let sent: Vec<RoleResult> = senders
+        .iter_mut()
+        .map(|s| s.result(Duration::from_secs(20)))
+        .collect();
+    for (r, s) in got.iter().zip(&sent) {
+        assert_eq!(r.get("bytes"), bytes.to_string(), "bytes lost");
+        assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
+    }
+    got
+}
+
 impl Proc {
     /// Starts `role` (see [`role_main`]) in `side`'s namespace with
     /// `KA_ROLE_<KEY>=value` parameters; its stderr goes to the test's own.
