@@ -12,72 +12,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use ka_sim::output::{FLOWS_HEADER, SERIES_HEADER};
 
 const TESTBED: &str = env!("CARGO_BIN_EXE_ka-testbed");
 
-/// One real-network run at a time (they time things on a 2-CPU machine).
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn available(test: &str) -> bool {
-    match ka_router::shell::testbed::unavailable() {
-        None => true,
-        Some(why) => {
-            eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-            eprintln!("!! SKIPPING real-network test {test}: {why}");
-            eprintln!("!! (needs root, /dev/net/tun and iproute2; CI runs it as root)");
-            eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-            false
-        }
-    }
-}
-
-/// The `ka-router` binary, built into this test's target directory on
-/// first use (`cargo build --profile test -p ka-router --bin ka-router`; a
-/// no-op when up to date — `cargo test --workspace` has built it already).
-/// `KA_ROUTER_BIN` overrides.
-fn router_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("KA_ROUTER_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("test executable");
-        // <target>/<profile>/deps/<test-exe>
-        let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir");
-        let target_dir = profile_dir.parent().expect("target dir");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_owned());
-        let out = Command::new(cargo)
-            .args([
-                "build",
-                "--profile",
-                "test",
-                "-p",
-                "ka-router",
-                "--bin",
-                "ka-router",
-            ])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running cargo to build ka-router");
-        assert!(
-            out.status.success(),
-            "building ka-router failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        profile_dir.join("ka-router")
-    })
-    .clone()
-}
+/// The real-network helpers the router's and the endpoint's tests share:
+/// `serial()` (one real-network run at a time: they time things on a
+/// 2-CPU machine), the loud skip, and the `ka-router` binary built on
+/// first use.
+#[allow(dead_code)]
+#[path = "../../crates/ka-router/tests/netns_common/harness.rs"]
+mod harness;
+use harness::{available_or_skip as available, router_bin, serial};
 
 /// Names of the namespaces and links the testbed of process `pid` made.
 fn leftovers(pid: u32) -> Vec<String> {

@@ -23,16 +23,13 @@
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub use ka_router::shell::testbed::{Side, Testbed};
 
 #[path = "../../../ka-router/tests/netns_common/harness.rs"]
 pub mod harness;
-pub use harness::{Proc, payload, serial, sha256_hex};
+pub use harness::{Proc, payload, router_bin, serial, sha256_hex};
 use harness::{accept_one, drain, finish, role_command, role_param, say};
 
 /// The userspace stack's address behind `side`.
@@ -53,49 +50,6 @@ pub const ENDPOINT_DEV: &str = "kaep0";
 
 /// The `ka-endpoint` binary under test.
 pub const ENDPOINT_BIN: &str = env!("CARGO_BIN_EXE_ka-endpoint");
-
-/// The `ka-router` binary, built on first use into this test's target
-/// directory (`cargo build --profile test -p ka-router --bin ka-router`; a
-/// no-op when it is up to date). Cargo does not hold its lock while tests
-/// run, so this nested build does not deadlock.
-pub fn router_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("KA_ROUTER_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("test executable");
-        // <target>/<profile>/deps/<test-exe>
-        let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir");
-        let target_dir = profile_dir.parent().expect("target dir");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_owned());
-        let t = Instant::now();
-        let out = Command::new(cargo)
-            .args([
-                "build",
-                "--profile",
-                "test",
-                "-p",
-                "ka-router",
-                "--bin",
-                "ka-router",
-            ])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running cargo to build ka-router");
-        assert!(
-            out.status.success(),
-            "building ka-router failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("ka-router binary ready in {:?}", t.elapsed());
-        profile_dir.join("ka-router")
-    })
-    .clone()
-}
 
 /// A testbed with a `ka-router` running `router_args`, forwarding on in
 /// both namespaces (module docs); `None` (after a loud message) when real-network

@@ -1,8 +1,9 @@
-//! The part of the real-network test helpers both crates use: the router's
+//! The part of the real-network test helpers several crates use: the router's
 //! `netns_common` declares it as a submodule, the endpoint's includes it
 //! with `#[path = "…/ka-router/tests/netns_common/harness.rs"] mod harness;`.
-//! Only `std`, `sha2` and `ka_router` may be used here (the dev-dependencies
-//! both crates have).
+//! `ka-examples`' testbed test includes it the same way. Only `std`,
+//! `sha2` and `ka_router` may be used here (the dev-dependencies all three
+//! have).
 //!
 //! Kernel-TCP peers ("roles") run by re-executing the current test binary
 //! in a namespace (`ip netns exec NS <test-exe> netns_role_helper --exact`,
@@ -19,10 +20,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::str::FromStr;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use ka_router::shell::cli::Payload;
@@ -37,6 +39,50 @@ const ROLE_ENV: &str = "KA_NETNS_ROLE";
 const PARAM_ENV: &str = "KA_ROLE_";
 /// Marks the lines a role prints for the parent.
 const MARK: &str = "@@ka ";
+
+/// The `ka-router` binary, built on first use into this test's target
+/// directory (`cargo build --profile test -p ka-router --bin ka-router`; a
+/// no-op when it is up to date). Cargo does not hold its lock while tests
+/// run, so this nested build does not deadlock. `KA_ROUTER_BIN` overrides.
+/// (The router's own tests use `CARGO_BIN_EXE_ka-router` instead.)
+pub fn router_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("KA_ROUTER_BIN") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().expect("test executable");
+        // <target>/<profile>/deps/<test-exe>
+        let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir");
+        let target_dir = profile_dir.parent().expect("target dir");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_owned());
+        let t = Instant::now();
+        let out = Command::new(cargo)
+            .args([
+                "build",
+                "--profile",
+                "test",
+                "-p",
+                "ka-router",
+                "--bin",
+                "ka-router",
+            ])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("running cargo to build ka-router");
+        assert!(
+            out.status.success(),
+            "building ka-router failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("ka-router binary ready in {:?}", t.elapsed());
+        profile_dir.join("ka-router")
+    })
+    .clone()
+}
 
 /// Serialises the real-network tests of one test binary: they measure
 /// wall-clock timing on a 2-CPU machine, and a second testbed pushing
