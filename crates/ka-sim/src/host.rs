@@ -583,6 +583,27 @@ impl HostNode {
     }
 }
 
+/// The (start, stop) epochs of sender `index` of a long-lived group
+/// (`Workload::LongLived`): the first starts at `start_s + index ·
+/// stagger_s`, each of `repeat` epochs `period_s` after the last, each
+/// lasting `on_s` (`None`: to the end). TCP and UDP senders share it.
+pub(crate) fn long_lived_epochs(
+    start_s: f64,
+    stagger_s: f64,
+    on_s: Option<f64>,
+    period_s: Option<f64>,
+    repeat: u32,
+    index: usize,
+) -> Vec<(SimTime, Option<SimTime>)> {
+    let first = start_s + stagger_s * index as f64;
+    (0..repeat)
+        .map(|r| {
+            let st = first + period_s.unwrap_or(0.0) * f64::from(r);
+            (secs(st), on_s.map(|on| secs(st + on)))
+        })
+        .collect()
+}
+
 impl Sender {
     fn new(s: &SenderSpec, spec: &HostSpec) -> Result<Self, HostError> {
         let mut tcp = tcp_config(s.kind, spec.packet_bytes)?;
@@ -601,13 +622,14 @@ impl Sender {
                 repeat,
                 size_pkts,
             } => {
-                let first = start_s + stagger_s * s.index_in_group as f64;
-                let epochs: Vec<(SimTime, Option<SimTime>)> = (0..*repeat)
-                    .map(|r| {
-                        let st = first + period_s.unwrap_or(0.0) * f64::from(r);
-                        (secs(st), on_s.map(|on| secs(st + on)))
-                    })
-                    .collect();
+                let epochs = long_lived_epochs(
+                    *start_s,
+                    *stagger_s,
+                    *on_s,
+                    *period_s,
+                    *repeat,
+                    s.index_in_group,
+                );
                 let next = epochs.first().map(|e| e.0);
                 let plan = Plan::LongLived {
                     epochs,

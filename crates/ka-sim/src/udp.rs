@@ -14,7 +14,7 @@ use std::net::SocketAddrV4;
 
 use ka_endpoint::udp::{CbrConfig, CbrSink, CbrSource, SinkConfig};
 
-use crate::engine::{Clock, Ctx, SimTime, secs};
+use crate::engine::{Clock, Ctx, SimTime};
 use crate::host::RECEIVER_PORT;
 use crate::net::{HostRole, HostSpec};
 use crate::scenario::{FlowKind, Group, Workload};
@@ -112,15 +112,14 @@ impl UdpApp {
                         repeat,
                         // `size_pkts` is refused for UDP by `check_group`.
                         ..
-                    } => {
-                        let first = start_s + stagger_s * s.index_in_group as f64;
-                        (0..repeat)
-                            .map(|r| {
-                                let st = first + period_s.unwrap_or(0.0) * f64::from(r);
-                                (secs(st), on_s.map(|on| secs(st + on)))
-                            })
-                            .collect()
-                    }
+                    } => crate::host::long_lived_epochs(
+                        start_s,
+                        stagger_s,
+                        on_s,
+                        period_s,
+                        repeat,
+                        s.index_in_group,
+                    ),
                     _ => Vec::new(),
                 };
                 Some(UdpApp::Source(Box::new(SourceApp {
