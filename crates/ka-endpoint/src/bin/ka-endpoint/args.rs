@@ -313,6 +313,26 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// The driver configuration of `send --addr 10.0.1.1/24 --to
+    /// 10.0.2.1:5001 --bytes 1M` plus `extra`.
+    fn send_config(extra: &[&str]) -> DriverConfig {
+        let mut argv = vec![
+            "ka-endpoint",
+            "send",
+            "--addr",
+            "10.0.1.1/24",
+            "--to",
+            "10.0.2.1:5001",
+            "--bytes",
+            "1M",
+        ];
+        argv.extend_from_slice(extra);
+        let Cmd::Send(s) = Cli::try_parse_from(argv).unwrap().cmd else {
+            panic!("not send")
+        };
+        s.common.driver_config()
+    }
+
     #[test]
     fn parses_a_send_line() {
         let cli = Cli::try_parse_from([
@@ -356,24 +376,12 @@ mod tests {
             ])
             .is_err()
         );
-        let cli = Cli::try_parse_from([
-            "ka-endpoint",
-            "send",
-            "--addr",
-            "10.0.1.1/24",
-            "--to",
-            "10.0.2.1:5001",
-            "--bytes",
-            "1M",
-            "--cc",
-            "cubic",
-            "--hystart",
-        ])
-        .unwrap();
-        let Cmd::Send(s) = cli.cmd else {
-            panic!("not send")
-        };
-        assert!(s.common.driver_config().stack.tcp.hystart);
+        assert!(
+            send_config(&["--cc", "cubic", "--hystart"])
+                .stack
+                .tcp
+                .hystart
+        );
     }
 
     #[test]
@@ -402,23 +410,7 @@ mod tests {
             ("xcp-rate", CcAlgorithm::XcpRate),
             ("xcp-rate-pure", CcAlgorithm::XcpRatePure),
         ] {
-            let cli = Cli::try_parse_from([
-                "ka-endpoint",
-                "send",
-                "--addr",
-                "10.0.1.1/24",
-                "--to",
-                "10.0.2.1:5001",
-                "--bytes",
-                "1M",
-                "--cc",
-                arg,
-            ])
-            .unwrap();
-            let Cmd::Send(s) = cli.cmd else {
-                panic!("not send")
-            };
-            assert_eq!(s.common.driver_config().stack.tcp.cc, cc);
+            assert_eq!(send_config(&["--cc", arg]).stack.tcp.cc, cc);
         }
         assert!(
             Cli::try_parse_from([
