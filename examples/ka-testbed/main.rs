@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! sudo ka-testbed light --out results/testbed-light     # Fig. 8, 5 schemes x 3 min
-//! sudo ka-testbed heavy --out results/testbed-heavy     # Figs 9-10, 5 schemes x 5 min
+//! sudo ka-testbed heavy --out results/testbed-heavy     # Figs 9-10, 5 schemes x 15 min
 //! sudo ka-testbed run my-scenario.toml --out DIR        # any one-bottleneck on-off scenario
 //! ```
 //!
@@ -83,7 +83,8 @@ enum Cmd {
     /// sizes 1-2000 packets, mean 100), 3 minutes per scheme. Compares mean FCT by flow size.
     Light(Opts),
     /// Heavy load (Figs 9-10): 10 Mbit/s, 100 ms RTT, 8 on-off senders (off time Exp(8 s),
-    /// mean flow 1 MB), 5 minutes per scheme. Compares queueing delay and per-flow throughput.
+    /// mean flow 1 MB), 15 minutes per scheme (sizes are heavy-tailed, so shorter runs give
+    /// unstable queue percentiles). Compares queueing delay and per-flow throughput.
     Heavy(Opts),
     /// Any scenario file with one dumbbell bottleneck and one group of on-off senders
     /// (kinds ka, pcc, tcp-cubic, tcp-newreno): runs it for real and simulated.

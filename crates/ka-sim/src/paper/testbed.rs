@@ -8,7 +8,7 @@
 //!   the simulation's traffic (off time Exp(0.5 s), bounded-Pareto sizes of
 //!   1–2000 packets, mean 100), 3 minutes;
 //! * `testbed-heavy` (Figs 9–10): 10 Mbit/s, 100 ms RTT, 8 on-off senders,
-//!   mean flow 1 MB, mean off time 8 s, 5 minutes.
+//!   mean flow 1 MB, mean off time 8 s, 15 minutes (the scenario files say why).
 //!
 //! This is the simulated half of `ka-testbed` (`examples/ka-testbed`), which
 //! runs the same scenarios — built from these files with the same
@@ -450,7 +450,7 @@ mod tests {
             }
             let (cap, dur) = match load {
                 TestbedLoad::Light => (100.0, 180.0),
-                TestbedLoad::Heavy => (10.0, 300.0),
+                TestbedLoad::Heavy => (10.0, 900.0),
             };
             assert_eq!(d(&ka).capacity_mbps, cap);
             assert_eq!(ka.duration_s, dur);
