@@ -193,6 +193,12 @@
 //! carrier. The settings that kept it under 100 left that bucket at 1.47×
 //! or more. So neither is in the controller.
 //!
+//! Knowing sizes would not help: a simulated oracle that told the
+//! controller every connection's size met the FCT check only with the
+//! queue's 99th percentile at 156–339 packets. The queue comes from rate
+//! peaks of overlapping short flows, which sizes do not reveal
+//! (`docs/RESULTS.md`, "Flash crowds").
+//!
 //! # Limits
 //!
 //! * At most [`CrowdConfig::max_flows`] connections are followed (default
@@ -207,6 +213,7 @@
 //!   lookup at arrival and one at departure; the bookkeeping sweep runs
 //!   once per control interval.
 
+mod config;
 mod table;
 
 use std::collections::VecDeque;
@@ -215,52 +222,8 @@ use std::time::Duration;
 use super::packet::PacketInfo;
 use super::{MAX_BATCH_ITERATIONS, Measurement, RateController};
 use crate::config::{RcpConfig, RcpUpdate};
+pub use config::{CrowdConfig, CrowdStats, DEFAULT_CAUTION, DEFAULT_MAX_FLOWS};
 use table::{Active, Phase, Table};
-
-/// Knobs of [`Crowd`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CrowdConfig {
-    /// Safety factor on the learned occupancy of a newcomer: the weight of
-    /// a newcomer of unknown size is `min(1, caution · u)` (see [`Crowd`]).
-    /// Larger: a shorter queue and slower first round trips. Default
-    /// [`DEFAULT_CAUTION`].
-    pub caution: f64,
-    /// The queue that newcomers which find no room may build, as time at
-    /// C (see [`Crowd`], "floor"). Default 8 ms.
-    pub floor_budget: Duration,
-    /// Connections followed at most. Default [`DEFAULT_MAX_FLOWS`].
-    pub max_flows: usize,
-}
-
-impl Default for CrowdConfig {
-    fn default() -> Self {
-        Self {
-            caution: DEFAULT_CAUTION,
-            floor_budget: Duration::from_millis(8),
-            max_flows: DEFAULT_MAX_FLOWS,
-        }
-    }
-}
-
-impl CrowdConfig {
-    /// Checks the knobs: `caution` finite and ≥ 0, `max_flows` ≥ 1.
-    pub fn validate(&self) -> Result<(), &'static str> {
-        if !(self.caution.is_finite() && self.caution >= 0.0) {
-            return Err("crowd caution");
-        }
-        if self.max_flows == 0 {
-            return Err("crowd max_flows");
-        }
-        Ok(())
-    }
-}
-
-/// Default [`CrowdConfig::caution`]: the point of the light-load trade-off
-/// that keeps Fig. 3's queue within the `fig3-crowd` bound (see [`Crowd`]).
-pub const DEFAULT_CAUTION: f64 = 4.0;
-
-/// Default [`CrowdConfig::max_flows`].
-pub const DEFAULT_MAX_FLOWS: usize = 4096;
 
 /// A full-size packet, bytes (for idle timeouts).
 const MTU: f64 = 1500.0;
@@ -312,19 +275,6 @@ impl Ewma {
         self.v = self.get(now, tau) + bytes as f64 / (tau.as_secs_f64() * 1e3).max(1e-9);
         self.at = now;
     }
-}
-
-/// Counters of a [`Crowd`] controller.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CrowdStats {
-    /// Grants made.
-    pub grants: u64,
-    /// Grants that were the floor.
-    pub floor_grants: u64,
-    /// Connections adopted without a SYN.
-    pub adopted: u64,
-    /// Connections not followed because the table was full.
-    pub overflow: u64,
 }
 
 /// The crowd-aware controller (see the module docs).
