@@ -396,7 +396,8 @@ fn report_all(
                 cmp.iter()
                     .map(|b| {
                         json!({"bucket_pkts": b.name(), "real_mean_fct_s": b.real.0, "real_flows": b.real.1,
-                               "sim_mean_fct_s": b.sim.0, "sim_flows": b.sim.1, "real_over_sim": b.ratio()})
+                               "sim_mean_fct_s": b.sim.0, "sim_flows": b.sim.1, "real_over_sim": b.ratio(),
+                               "diff_in_std_errors": b.z(), "agrees": b.agrees()})
                     })
                     .collect(),
             ),
