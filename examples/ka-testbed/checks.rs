@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 use ka_sim::claims::Claim;
 use ka_sim::engine::to_secs;
 use ka_sim::metrics::Metric;
-use ka_sim::paper::mean_fct_in;
 use ka_sim::paper::testbed::SIZE_BUCKETS;
+use ka_sim::paper::{fcts_in, mean_fct_in};
 use ka_sim::sim::RunResult;
 
 use crate::wire::Record;
@@ -228,14 +228,7 @@ pub fn buckets(sim: &RunResult, real: &RunResult) -> Vec<BucketCmp> {
 /// The standard error of the mean FCT (s) of the flows of `lo..hi`
 /// packets: sample standard deviation over √n.
 fn std_error_in(r: &RunResult, lo: u64, hi: u64) -> Option<f64> {
-    let v: Vec<f64> = r
-        .flows
-        .iter()
-        .filter(|f| f.size_pkts.is_some_and(|s| s >= lo && s < hi))
-        .filter_map(|f| f.fct())
-        .map(to_secs)
-        .collect();
-    std_error(&v)
+    std_error(&fcts_in(r, lo, hi))
 }
 
 fn std_error(v: &[f64]) -> Option<f64> {

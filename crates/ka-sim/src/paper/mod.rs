@@ -315,14 +315,18 @@ pub fn mean_fct_from(r: &RunResult, min_pkts: u64) -> Option<f64> {
 /// Mean FCT (s) of the completed flows of `lo..hi` packets, and how many
 /// there were.
 pub fn mean_fct_in(r: &RunResult, lo: u64, hi: u64) -> (Option<f64>, usize) {
-    let v: Vec<f64> = r
-        .flows
+    let v = fcts_in(r, lo, hi);
+    (metrics::mean(&v), v.len())
+}
+
+/// FCTs (s) of the completed flows of `lo..hi` packets, in flow order.
+pub fn fcts_in(r: &RunResult, lo: u64, hi: u64) -> Vec<f64> {
+    r.flows
         .iter()
         .filter(|f| f.size_pkts.is_some_and(|s| s >= lo && s < hi))
         .filter_map(|f| f.fct())
         .map(to_secs)
-        .collect();
-    (metrics::mean(&v), v.len())
+        .collect()
 }
 
 /// Mean of a series over bins ending in `(from, to]`.
