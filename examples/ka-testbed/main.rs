@@ -115,7 +115,7 @@ struct Opts {
     /// Number of on-off senders (1-24) [default: the scenario's, 8].
     #[arg(long)]
     senders: Option<usize>,
-    /// Run time per scheme [default: the scenario's, 180s light / 300s heavy].
+    /// Run time per scheme [default: the scenario's, 180s light / 900s heavy].
     #[arg(long, value_parser = duration)]
     duration: Option<Duration>,
     /// Seed of the workload's random streams (the same flows in both halves) [default: 1].
