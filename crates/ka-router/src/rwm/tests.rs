@@ -744,6 +744,25 @@ fn config_validation() {
     assert!(Rwm::new(c, Instant::now()).is_err());
 }
 
+/// Step `kind` (0-5) of connection `c`'s conversation: SYN, SYN-ACK, the
+/// handshake's ACK, a data segment back, FIN, RST; `None` for any other
+/// kind, which each property test fills with its own odd packet.
+fn conversation_step(c: &Conn, kind: u8, window: u16) -> Option<(Vec<u8>, Side)> {
+    let (a1, b1) = (c.isn_a + 1, c.isn_b.wrapping_add(1));
+    Some(match kind {
+        0 => (c.seg(true, SYN, c.isn_a, 0, window, 0), Side::Forward),
+        1 => (
+            c.seg(false, SYN | ACK, c.isn_b, a1, window, 0),
+            Side::Reverse,
+        ),
+        2 => (c.seg(true, ACK, a1, b1, window, 0), Side::Forward),
+        3 => (c.seg(false, ACK, b1, a1, window, 100), Side::Reverse),
+        4 => (c.seg(true, FIN | ACK, a1, b1, window, 0), Side::Forward),
+        5 => (c.seg(false, RST, b1, 0, window, 0), Side::Reverse),
+        _ => return None,
+    })
+}
+
 fn arb_conn() -> impl Strategy<Value = Conn> {
     (
         0u16..4,
@@ -812,15 +831,8 @@ proptest! {
         for (ci, kind, window, gap_ms) in steps {
             let c = conns[ci % conns.len()];
             t += Duration::from_millis(gap_ms);
-            let (pkt, side) = match kind {
-                0 => (c.seg(true, SYN, c.isn_a, 0, window, 0), Side::Forward),
-                1 => (c.seg(false, SYN | ACK, c.isn_b, c.isn_a + 1, window, 0), Side::Reverse),
-                2 => (c.seg(true, ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
-                3 => (c.seg(false, ACK, c.isn_b.wrapping_add(1), c.isn_a + 1, window, 100), Side::Reverse),
-                4 => (c.seg(true, FIN | ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
-                5 => (c.seg(false, RST, c.isn_b.wrapping_add(1), 0, window, 0), Side::Reverse),
-                _ => (vec![0x45, 0, 0, 20], Side::Forward),
-            };
+            let (pkt, side) = conversation_step(&c, kind, window)
+                .unwrap_or_else(|| (vec![0x45, 0, 0, 20], Side::Forward));
             pkts.push((t, side, pkt));
         }
         let mut expected = pkts.clone();
@@ -854,15 +866,8 @@ proptest! {
         for (ci, kind, window, gap_ms) in steps {
             let c = conns[ci % conns.len()];
             t += Duration::from_millis(gap_ms);
-            let (pkt, side) = match kind {
-                0 => (c.seg(true, SYN, c.isn_a, 0, window, 0), Side::Forward),
-                1 => (c.seg(false, SYN | ACK, c.isn_b, c.isn_a + 1, window, 0), Side::Reverse),
-                2 => (c.seg(true, ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
-                3 => (c.seg(false, ACK, c.isn_b.wrapping_add(1), c.isn_a + 1, window, 100), Side::Reverse),
-                4 => (c.seg(true, FIN | ACK, c.isn_a + 1, c.isn_b.wrapping_add(1), window, 0), Side::Forward),
-                5 => (c.seg(false, RST, c.isn_b.wrapping_add(1), 0, window, 0), Side::Reverse),
-                _ => (c.seg(true, ACK, 5, 5, window, 1400), Side::Forward),
-            };
+            let (pkt, side) = conversation_step(&c, kind, window)
+                .unwrap_or_else(|| (c.seg(true, ACK, 5, 5, window, 1400), Side::Forward));
             let (o, _) = process(&mut r, t, side, pkt);
             if let RwmOutcome::Rewritten { advertised, written } = o {
                 prop_assert!(written < advertised && written >= 1);
