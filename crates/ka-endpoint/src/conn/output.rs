@@ -17,6 +17,9 @@ const PACING_CREDIT: Duration = Duration::from_millis(1);
 /// The same in KA mode: up to this much missed sending time at R is caught
 /// up (see the crate docs, "Pacing").
 const KA_PACING_CREDIT: Duration = Duration::from_millis(3);
+/// An RTT indicator that falls due more than this before the next pacing
+/// slot goes out at once; otherwise it waits for the slot.
+const INDICATOR_PACER_JUMP: Duration = Duration::from_millis(10);
 
 /// What goes into one segment.
 struct Seg {
@@ -299,9 +302,16 @@ impl Connection {
                 return None;
             }
             // An RTT indicator goes out when due even between pacing slots
-            // (it is still charged to the pacer), so indicators keep their
-            // 100 ms rhythm at low rates where packets are far apart.
-            if !indicator && !self.pacer_ready(now) {
+            // if the next slot is far (it is still charged to the pacer),
+            // so indicators keep their 100 ms rhythm at low rates where
+            // packets are far apart. A near slot is waited for: connections
+            // whose indicators fall due together (flows started in step)
+            // would otherwise put one burst per 100 ms into the queue.
+            let jump = indicator
+                && self
+                    .pacer_next
+                    .is_some_and(|t| t.saturating_duration_since(now) > INDICATOR_PACER_JUMP);
+            if !jump && !self.pacer_ready(now) {
                 self.pacing_wait = self.pacer_next;
                 return None;
             }
