@@ -152,6 +152,7 @@ pub fn router_args(
         let name = match c {
             ControllerKnob::Rcp => "rcp",
             ControllerKnob::Crowd => "crowd",
+            ControllerKnob::Echo => "echo",
         };
         a.extend(["--controller".into(), name.into()]);
     }

@@ -11,15 +11,17 @@
 //! FQ-CoDel; the high bits scale their knobs down so a small queue reaches
 //! their early drops, marks and overflow paths) and the seed; then records
 //! of `[gap: u8][len: u16 BE][len bytes]` (gap in units of 50 µs; an odd
-//! gap sends the packet the reverse way through RWM), the last record
-//! taking whatever is left.
+//! gap sends the packet the reverse way through RWM and past the port's
+//! reverse hook, `Port::on_reverse`, before it is pushed), the last
+//! record taking whatever is left. The input's length modulo 3 picks the
+//! rate controller (RCP, crowd, echo).
 use std::time::{Duration, Instant};
 
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::rwm::{Rwm, RwmConfig, Side};
 use ka_router::{
-    ControllerKind, CrowdConfig, DropReason, Port, PortConfig, PushOutcome, QdiscConfig,
-    Signalling,
+    ControllerKind, CrowdConfig, DropReason, EchoConfig, Port, PortConfig, PushOutcome,
+    QdiscConfig, Signalling,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -65,10 +67,14 @@ fuzz_target!(|data: &[u8]| {
     cfg.delay = Duration::from_micros(u64::from(sel & 0x03) * 700);
     cfg.qdisc = qdisc(qsel);
     cfg.seed = u64::from(qsel);
-    // Odd-length inputs run the crowd controller (it parses TCP headers).
-    if data.len() % 2 == 1 {
-        cfg.controller = ControllerKind::Crowd(CrowdConfig::default());
-    }
+    // The input's length picks the controller: RCP, crowd or echo (the
+    // last two parse TCP headers; echo also reads and lowers the echoes of
+    // the packets that go the reverse way).
+    cfg.controller = match data.len() % 3 {
+        0 => ControllerKind::Rcp,
+        1 => ControllerKind::Crowd(CrowdConfig::default()),
+        _ => ControllerKind::Echo(EchoConfig::default()),
+    };
     let t0 = Instant::now();
     let mut port = Port::new(cfg, t0);
     let mut rwm_cfg = RwmConfig::new(10_000_000);
@@ -92,6 +98,11 @@ fuzz_target!(|data: &[u8]| {
         let len = pkt.len();
         rwm.process(t, side, &mut pkt);
         assert_eq!(pkt.len(), len);
+        if side == Side::Reverse {
+            // On its way back a packet passes the port's reverse hook.
+            port.on_reverse(t, &mut pkt);
+            assert_eq!(pkt.len(), len);
+        }
         match port.push(t, pkt) {
             PushOutcome::Queued | PushOutcome::Marked => queued += 1,
             PushOutcome::Dropped(DropReason::QueueFull | DropReason::Aqm) => refused += 1,

@@ -232,3 +232,63 @@ fn ka_to_ka_through_ka_router() {
          (Mbit/s, stolen share) {flows:.3?}"
     );
 }
+
+/// Two `ka-endpoint`s through `ka-router --controller echo`: the router
+/// writes its rate into the KA-Rate echo of the ACKs on their way back
+/// (`ka_router::Echo`). Checked: the transfer is byte-exact in count, KA
+/// is negotiated and the sender spends at least 90 % of it in KA mode (the
+/// rewritten echoes keep their count, so they are fresh signals), the
+/// router lowered echoes, and the goodput is not below 70 % of the link
+/// (a loose bound: this is the mechanism on a real host, not its speed;
+/// see `ka_to_ka_through_ka_router` for that).
+#[test]
+fn ka_to_ka_through_the_echo_controller() {
+    let _serial = serial();
+    let Some(mut tb) = endpoint_testbed(
+        "ka_to_ka_through_the_echo_controller",
+        &[
+            "--rate",
+            "20mbit",
+            "--delay",
+            "20ms",
+            "--controller",
+            "echo",
+        ],
+    ) else {
+        return;
+    };
+    let mut recv = Proc::endpoint_json(&tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
+    recv.wait_stderr("listening on", Duration::from_secs(20));
+    let to = format!("{}:{PORT}", endpoint_addr(Side::B));
+    let mut p = Proc::endpoint_json(&tb, Side::A, "send", &["--to", &to, "--bytes", "10M"]);
+    let j = p.json(Duration::from_secs(60));
+    let st = p.wait_exit(Duration::from_secs(15));
+    assert!(st.success(), "sender exit {st}: {}", p.stderr_so_far());
+    let r = recv.json(Duration::from_secs(10));
+    assert_eq!(r["bytes"], 10_000_000, "{r}");
+    assert_eq!(j["ka_enabled"], true, "{j}");
+    let ka_frac = j["ka_time_frac"].as_f64().expect("ka_time_frac");
+    assert!(
+        ka_frac >= 0.9,
+        "only {:.1} % in KA mode: {j}",
+        ka_frac * 100.0
+    );
+    let goodput = j["goodput_bps"].as_f64().expect("goodput_bps");
+    assert!(goodput >= 14e6, "goodput {:.2} Mbit/s: {j}", goodput / 1e6);
+    let _ = recv.terminate();
+    let router = tb.stop_router().expect("stopping the router");
+    let lowered: u64 = router
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("forward"))
+        .and_then(|l| l.split("echoes lowered ").nth(1))
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no echo count in router output: {}", router.stdout));
+    eprintln!(
+        "echo controller: goodput {:.2} Mbit/s, {:.1} % in KA mode, {lowered} echoes lowered",
+        goodput / 1e6,
+        ka_frac * 100.0
+    );
+    assert!(lowered > 0, "the router lowered no echo: {}", router.stdout);
+}

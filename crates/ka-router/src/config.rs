@@ -21,6 +21,12 @@ pub enum ControllerKind {
     /// with both explicit-rate carriers (KA and native RCP); uses the
     /// `rcp` knobs α, β and R_min.
     Crowd(CrowdConfig),
+    /// [`crate::Echo`]: RCP's control law plus connection following, with
+    /// the rate also written into the echo of the ACKs that come back
+    /// through the router ([`crate::Port::on_reverse`]). Works with both
+    /// explicit-rate carriers; needs both directions of a connection
+    /// through the router.
+    Echo(crate::controller::EchoConfig),
 }
 
 /// How a port tells senders its rate.
@@ -347,8 +353,10 @@ impl PortConfig {
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
         }
-        if let ControllerKind::Crowd(k) = &self.controller {
-            k.validate().map_err(ConfigError::BadValue)?;
+        match &self.controller {
+            ControllerKind::Crowd(k) => k.validate().map_err(ConfigError::BadValue)?,
+            ControllerKind::Echo(k) => k.validate().map_err(ConfigError::BadValue)?,
+            ControllerKind::Rcp => {}
         }
         match &self.qdisc {
             QdiscConfig::DropTail => Ok(()),

@@ -13,10 +13,12 @@ use std::time::Duration;
 use crate::config::{RcpConfig, RcpUpdate};
 
 pub mod crowd;
+pub mod echo;
 pub mod packet;
 
 pub use crowd::{Crowd, CrowdConfig};
-pub use packet::{PacketInfo, TcpInfo};
+pub use echo::{Echo, EchoConfig, EchoStats};
+pub use packet::{FlowKey, PacketInfo, TcpInfo};
 
 /// What the port measured over one control interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,6 +102,24 @@ pub trait RateController: Send {
     fn rate_for(&mut self, now: Duration, packet: &PacketInfo) -> f64 {
         let _ = (now, packet);
         self.rate()
+    }
+
+    /// Whether the controller wants [`on_reverse`](Self::on_reverse)
+    /// calls. Default false.
+    fn wants_reverse(&self) -> bool {
+        false
+    }
+
+    /// A TCP segment of the opposite direction passes the router at `now`
+    /// (see [`Port::on_reverse`](crate::Port::on_reverse)): `flow` is the
+    /// direction of this port it acknowledges (its source is this port's
+    /// destination), `echo` the rate (B/ms) its echo carries if it carries
+    /// one the port can lower. Returns the rate to lower that echo to (the
+    /// port never raises it). Only called if
+    /// [`wants_reverse`](Self::wants_reverse). Default: none.
+    fn on_reverse(&mut self, now: Duration, flow: &FlowKey, echo: Option<f64>) -> Option<f64> {
+        let _ = (now, flow, echo);
+        None
     }
 }
 

@@ -130,15 +130,23 @@
 //! so catching up after any idle gap is O(1).
 //!
 //! [`PortConfig::controller`] selects the controller [`Port::new`] builds:
-//! [`Rcp`] (the default, the paper's) or [`Crowd`], which keeps RCP's
+//! [`Rcp`] (the default, the paper's); [`Crowd`], which keeps RCP's
 //! update but follows TCP connections from their SYN and admits each new
 //! one at its expected share, so that flows starting together do not
 //! overflow the queue (see [`controller::crowd`] for the design
-//! and its costs). Controllers that look at packets
+//! and its costs); or [`Echo`], which also writes its rate into the echo
+//! of the ACKs coming back through the router, so the rate acts without
+//! the RTT of delay (see [`controller::echo`]). Controllers that look at packets
 //! ([`RateController::wants_packets`]) see every arrival
 //! ([`RateController::on_packet`]) and choose the rate of every packet that
 //! can carry one ([`RateController::rate_for`]): a KA packet with payload
-//! and DF clear, any native-RCP packet (SYNs included).
+//! and DF clear, any native-RCP packet (SYNs included). Controllers that
+//! look at the reverse direction ([`RateController::wants_reverse`]) see
+//! every TCP segment the caller passes to [`Port::on_reverse`] (the ACKs
+//! of this port's flows, on their way back through the router; the
+//! `ka-router` binary and the simulator pass every packet of the other
+//! direction) and say what its rate echo is lowered to
+//! ([`RateController::on_reverse`]).
 //!
 //! While the port is in TCP mode, R is frozen (the controller is not
 //! called) — at the value it had at the last control interval that ended
@@ -264,7 +272,8 @@ pub use config::{
     Signalling, XcpConfig,
 };
 pub use controller::{
-    Crowd, CrowdConfig, MAX_BATCH_ITERATIONS, Measurement, PacketInfo, RateController, Rcp, TcpInfo,
+    Crowd, CrowdConfig, Echo, EchoConfig, EchoStats, MAX_BATCH_ITERATIONS, Measurement, PacketInfo,
+    RateController, Rcp, TcpInfo,
 };
 pub use mode::Mode;
 pub use native::lower_rcp_option;

@@ -96,6 +96,7 @@ impl Port {
         let controller: Box<dyn RateController> = match config.controller {
             ControllerKind::Rcp => Box::new(Rcp::new(config.rcp, c)),
             ControllerKind::Crowd(k) => Box::new(Crowd::new(k, config.rcp, c)),
+            ControllerKind::Echo(k) => Box::new(crate::controller::Echo::new(k, config.rcp, c)),
         };
         Self::with_controller(config, controller, now)
     }
@@ -154,6 +155,20 @@ impl Port {
     /// own diagnostics).
     pub fn signaller(&self) -> &dyn Signaller {
         self.signal.as_ref()
+    }
+
+    /// Whether [`Port::on_reverse`] can change anything.
+    pub fn wants_reverse(&self) -> bool {
+        self.signal.wants_reverse()
+    }
+
+    /// A packet of the opposite direction (e.g. an ACK of a flow this port
+    /// carries) passes the router at `now`: the signalling stage may lower
+    /// the rate echo it carries. Returns whether `packet` changed. Nothing
+    /// else happens to the packet here; it goes on to its own egress.
+    pub fn on_reverse(&mut self, now: Instant, packet: &mut [u8]) -> bool {
+        let t = self.advance(now);
+        self.signal.on_reverse(t, packet, &mut self.counters)
     }
 
     /// A packet arrives (a whole IP packet, no link header).

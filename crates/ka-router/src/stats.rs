@@ -41,6 +41,9 @@ pub struct Counters {
     pub mode_changes: u64,
     /// Native-RCP options whose rate field this port lowered.
     pub rcp_options_lowered: u64,
+    /// Rate echoes (KA-Rate, RCP-Echo) of the opposite direction's ACKs
+    /// this port's controller lowered ([`crate::Port::on_reverse`]).
+    pub echoes_lowered: u64,
     /// IP packets that would have been stamped but were forwarded untouched
     /// because their IPv4 options or IPv6 extension-header chain could not
     /// be walked.

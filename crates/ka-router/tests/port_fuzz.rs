@@ -11,7 +11,7 @@ use ka_codec::XcpOption;
 use ka_codec::xcp_option;
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::{
-    ControllerKind, CrowdConfig, DropReason, ModeConfig, Port, PortConfig, PushOutcome,
+    ControllerKind, CrowdConfig, DropReason, EchoConfig, ModeConfig, Port, PortConfig, PushOutcome,
     QdiscConfig, Signalling, Verdict,
 };
 use proptest::prelude::*;
@@ -203,13 +203,16 @@ proptest! {
         delay_us in 0u64..5_000,
         qdisc in qdisc(),
         seed in any::<u64>(),
-        crowd in any::<bool>(),
+        controller in 0u8..3,
+        reverse in prop::collection::vec(any::<bool>(), 64),
     ) {
         let t0 = Instant::now();
         let mut cfg = PortConfig::new(10_000_000);
-        if crowd {
-            cfg.controller = ControllerKind::Crowd(CrowdConfig::default());
-        }
+        cfg.controller = match controller {
+            0 => ControllerKind::Rcp,
+            1 => ControllerKind::Crowd(CrowdConfig::default()),
+            _ => ControllerKind::Echo(EchoConfig::default()),
+        };
         cfg.signalling = sig;
         cfg.ipv6_signal = ipv6_signal;
         cfg.queue_limit = queue;
@@ -224,8 +227,16 @@ proptest! {
         // happen to packets it had queued: CoDel, FQ-CoDel's overflow).
         let mut refused = 0u64;
         let mut bytes_out = 0u64;
-        for (p, gap) in packets {
+        for (k, (mut p, gap)) in packets.into_iter().enumerate() {
             t += Duration::from_nanos(gap);
+            // Some packets pass the reverse hook first (the echo
+            // controller reads and lowers their echoes): never a panic,
+            // never another length.
+            if reverse.get(k).copied().unwrap_or(false) {
+                let n = p.len();
+                port.on_reverse(t, &mut p);
+                prop_assert_eq!(p.len(), n);
+            }
             match port.push(t, p) {
                 PushOutcome::Queued | PushOutcome::Marked => queued += 1,
                 PushOutcome::Dropped(DropReason::QueueFull | DropReason::Aqm) => {

@@ -26,6 +26,12 @@ pub fn ipv4_dst(packet: &[u8]) -> Option<[u8; 4]> {
     Some(p.dst_addr())
 }
 
+/// The IPv4 source address of `packet`, if it parses.
+pub fn ipv4_src(packet: &[u8]) -> Option<[u8; 4]> {
+    let p = Ipv4Packet::new_checked(packet).ok()?;
+    Some(p.src_addr())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

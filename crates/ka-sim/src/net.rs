@@ -212,6 +212,7 @@ pub fn port_config(
     if let Some(v) = knobs.controller {
         c.controller = match v {
             ControllerKnob::Rcp => ControllerKind::Rcp,
+            ControllerKnob::Echo => ControllerKind::Echo(ka_router::EchoConfig::default()),
             ControllerKnob::Crowd => ControllerKind::Crowd(ka_router::CrowdConfig {
                 caution: knobs
                     .crowd_caution

@@ -77,6 +77,9 @@ pub struct RouterNode {
     /// interface whose packets travel [`Side::Reverse`] (the hop's
     /// reverse port; everything else is `Forward`).
     rwm: Option<(Box<Rwm>, usize)>,
+    /// Whether any port wants to see the opposite direction's packets
+    /// ([`Port::wants_reverse`]).
+    any_reverse: bool,
 }
 
 /// Marker for "no route" in the table.
@@ -93,6 +96,7 @@ impl RouterNode {
             unroutable: 0,
             port_drops: 0,
             rwm: None,
+            any_reverse: false,
         }
     }
 
@@ -112,6 +116,7 @@ impl RouterNode {
     /// engine numbers the router's links). Returns its number.
     pub fn add_egress_port(&mut self, name: &str, config: PortConfig, now: SimTime) -> usize {
         let port = Port::new(config, self.clock.instant(now));
+        self.any_reverse |= port.wants_reverse();
         self.egress.push(Egress::Port(Box::new(PortSlot {
             name: name.to_string(),
             port,
@@ -169,6 +174,16 @@ impl RouterNode {
         }
     }
 
+    /// The egress towards `packet`'s source.
+    fn route_back(&self, packet: &[u8]) -> Option<usize> {
+        let src = addr::ipv4_src(packet)?;
+        let host = addr::host_index(src)?;
+        match self.routes.get(host) {
+            Some(&i) if i != NO_ROUTE => Some(usize::from(i)),
+            _ => None,
+        }
+    }
+
     /// A packet arrived.
     pub fn handle_packet<S>(&mut self, ctx: &mut Ctx<'_, S>, mut packet: Vec<u8>) {
         let Some(iface) = self.route(&packet) else {
@@ -177,6 +192,17 @@ impl RouterNode {
             return;
         };
         let now = ctx.instant();
+        if self.any_reverse
+            && let Some(back) = self.route_back(&packet)
+            && back != iface
+            && let Some(Egress::Port(slot)) = self.egress.get_mut(back)
+            && slot.port.wants_reverse()
+        {
+            slot.port.on_reverse(now, &mut packet);
+            while let Some(p) = slot.port.poll_transmit(now) {
+                ctx.send(back, p);
+            }
+        }
         if let Some((rwm, rev)) = &mut self.rwm {
             let side = if iface == *rev {
                 Side::Reverse

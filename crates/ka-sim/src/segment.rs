@@ -241,6 +241,7 @@ fn add_counters(a: &mut Counters, b: &Counters) {
         indicators_seen,
         mode_changes,
         rcp_options_lowered,
+        echoes_lowered,
         unstampable,
         dithered_up,
         xcp_feedback_lowered,
@@ -259,6 +260,7 @@ fn add_counters(a: &mut Counters, b: &Counters) {
     a.indicators_seen += indicators_seen;
     a.mode_changes += mode_changes;
     a.rcp_options_lowered += rcp_options_lowered;
+    a.echoes_lowered += echoes_lowered;
     a.unstampable += unstampable;
     a.dithered_up += dithered_up;
     a.xcp_feedback_lowered += xcp_feedback_lowered;

@@ -241,6 +241,12 @@ impl Collector for RouterCollector {
         )?;
         counter(
             &mut enc,
+            "ka_router_echoes_lowered",
+            "Rate echoes of returning ACKs lowered to this port's rate (controller echo)",
+            &c(&|c, _| c.echoes_lowered),
+        )?;
+        counter(
+            &mut enc,
             "ka_router_xcp_feedback_lowered",
             "XCP options whose feedback this port lowered",
             &c(&|c, _| c.xcp_feedback_lowered),

@@ -79,6 +79,9 @@ pub struct CoreStats {
     pub mode_changes: u64,
     /// Native-RCP options whose rate was lowered.
     pub rcp_options_lowered: u64,
+    /// Rate echoes of the opposite direction's ACKs lowered to this
+    /// port's rate (the `echo` controller).
+    pub echoes_lowered: u64,
     /// XCP options whose feedback was lowered (`--signal xcp`).
     pub xcp_feedback_lowered: u64,
     /// Packets that would have been stamped but could not be (unwalkable
@@ -348,7 +351,7 @@ impl std::fmt::Display for DirectionSummary {
             f,
             "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
              ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, non-IP frames bridged {}, \
-             indicators {}, mode changes {}, XCP feedback lowered {}, \
+             indicators {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
@@ -372,6 +375,7 @@ impl std::fmt::Display for DirectionSummary {
             c.indicators,
             c.mode_changes,
             c.xcp_feedback_lowered,
+            c.echoes_lowered,
             if c.ka_mode { "KA" } else { "TCP" },
             c.rate_bps / 1e6,
             c.capacity_bps / 1e6,

@@ -21,6 +21,7 @@
 //! before a dequeue due at the same instant. A stage never reads a clock.
 
 pub mod rate;
+mod reverse;
 pub mod xcp;
 
 pub use rate::RateSignal;
@@ -81,6 +82,21 @@ pub trait Signaller: Send {
     /// ignores it (a stage that does not use C).
     fn set_capacity(&mut self, t: Nanos, capacity: f64) {
         let _ = (t, capacity);
+    }
+
+    /// Whether [`Signaller::on_reverse`] does anything (the caller may
+    /// skip the call otherwise). Default false.
+    fn wants_reverse(&self) -> bool {
+        false
+    }
+
+    /// A packet of the opposite direction passes the router at `t` (port
+    /// time), before its own egress: the stage may lower the rate echo it
+    /// carries for this port's flow. Returns whether `packet` changed.
+    /// Default: nothing.
+    fn on_reverse(&mut self, t: Nanos, packet: &mut [u8], counters: &mut Counters) -> bool {
+        let _ = (t, packet, counters);
+        false
     }
 
     /// The rate the stage advertises, B/ms (for an explicit-rate stage R;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ka_codec::{Code, RateTable};
 
-use super::{Pieces, QueueState, Signaller};
+use super::{Pieces, QueueState, Signaller, reverse};
 use crate::classify::PacketKind;
 use crate::config::{PortConfig, QueueMeasure, Signalling};
 use crate::controller::{Measurement, RateController};
@@ -452,6 +452,69 @@ impl Signaller for RateSignal {
             self.controller.restore(self.controller.rate() * f);
             self.calm_rate *= f;
         }
+    }
+
+    fn wants_reverse(&self) -> bool {
+        self.controller.wants_reverse()
+            && matches!(self.carrier, Signalling::Ka | Signalling::NativeRcp)
+    }
+
+    /// Lowers the KA-Rate / RCP-Echo of a reverse-direction segment to
+    /// what the controller says ([`RateController::on_reverse`]); the
+    /// controller sees every reverse TCP segment (its connection is
+    /// echoed), and only echoes of this port's carrier are lowered, and
+    /// for KA only in KA mode. A KA echo gets the code of the rate,
+    /// dithered between the two codes around it (each echo holds until the
+    /// flow's next ACK, so the codes told average the rate).
+    fn on_reverse(&mut self, t: Nanos, packet: &mut [u8], counters: &mut Counters) -> bool {
+        if !self.wants_reverse() {
+            return false;
+        }
+        let Some(seg) = reverse::parse(packet) else {
+            return false;
+        };
+        let echo = match (seg.echo, self.carrier) {
+            (Some(reverse::Echo::Ka { code, .. }), Signalling::Ka)
+                if self.mode.mode() == Mode::Ka =>
+            {
+                let table = self.table.as_ref();
+                self.config
+                    .scale
+                    .code_from_wire(code)
+                    .and_then(|c| table.map(|tb| tb.decode(c)))
+            }
+            (Some(reverse::Echo::Rcp { rate, .. }), Signalling::NativeRcp) => {
+                Some(f64::from(rate) / 1000.0)
+            }
+            _ => None,
+        };
+        let Some(r) = self
+            .controller
+            .on_reverse(Duration::from_nanos(t), &seg.flow, echo)
+        else {
+            return false;
+        };
+        if echo.is_none() {
+            return false;
+        }
+        let changed = match seg.echo {
+            Some(reverse::Echo::Ka { at, code }) => {
+                let Some(c) = self.table.as_ref().and_then(|tb| tb.encode(r)) else {
+                    return false;
+                };
+                let w = self.dither(c, r, counters).wire();
+                w < code && reverse::write(packet, seg.tcp_at, at + 4, &[w])
+            }
+            Some(reverse::Echo::Rcp { at, rate }) => {
+                let new = native::bytes_per_sec(r);
+                new < rate && reverse::write(packet, seg.tcp_at, at + 4, &new.to_be_bytes())
+            }
+            None => false,
+        };
+        if changed {
+            counters.echoes_lowered += 1;
+        }
+        changed
     }
 
     fn rate(&self) -> f64 {

@@ -1,14 +1,15 @@
 //! Explicit rate without flash-crowd overflow. `ka-sim paper
-//! fig3-crowd` runs the crowd controller (`ka_router::Crowd`) where the
-//! paper's RCP overflows, with the paper's RCP on the same scenarios as
-//! the reference:
+//! fig3-crowd` runs the echo controller (`ka_router::Echo`: RCP's law, and
+//! the rate written into the echoes of the ACKs that pass the router back)
+//! where the paper's RCP overflows, with the paper's RCP on the same
+//! scenarios as the reference:
 //!
 //! | variants | scenario | what |
 //! |---|---|---|
-//! | `ka-1..3`, `rcp-1..3` | `fig3-crowd-{ka,rcp}.toml` | Fig. 3's light load, crowd controller, KA and native-RCP carrier, seeds s, s+1, s+2 |
+//! | `ka-1..3`, `rcp-1..3` | `fig3-crowd-{ka,rcp}.toml` | Fig. 3's light load, echo controller, KA and native-RCP carrier, seeds s, s+1, s+2 |
 //! | `paper-ka-1..3`, `paper-rcp-1..3` | the same files | the same with the paper's RCP (today's Fig. 3) |
 //! | `crowd64-{ka,rcp}`, `crowd64-paper-{ka,rcp}` | `fig3-crowd-64-{ka,rcp}.toml` | 64 flows start within 10 ms on an idle link |
-//! | `fig2-{ka,rcp}` | `fig3-crowd-fig2-{ka,rcp}.toml` | Fig. 2 (a flow joins every 10 s) with the crowd controller |
+//! | `fig2-{ka,rcp}` | `fig3-crowd-fig2-{ka,rcp}.toml` | Fig. 2 (a flow joins every 10 s) with the echo controller |
 //!
 //! The checks, `[PASS]`/`[FAIL]`:
 //!
@@ -16,19 +17,19 @@
 //!   queue (the largest queue of each 100 ms bin) ≤ 100 packets, no drops;
 //!   KA flows in KA mode ≥ 99 % of the time after they first entered it.
 //! * Fig. 3, the three seeds pooled, every quarter-decade size bucket with
-//!   ≥ 20 flows in both runs: the crowd controller's KA mean FCT within
+//!   ≥ 20 flows in both runs: the echo controller's KA mean FCT within
 //!   10 % of the paper RCP's KA (or better), and at most the paper's native
 //!   RCP + 1.5 RTT.
 //! * The 64-flow crowd, each carrier: queue peak ≤ 300 packets, no drops,
 //!   every flow at C/64 ± 10 % (its mean rate at the receiver, from the
 //!   first 100 ms bin that starts 5 RTTs after the last start to the end);
 //!   and the paper's RCP does overflow there (the problem).
-//! * Fig. 2 with the crowd controller: Fig. 2's checks (`crate::claims`).
+//! * Fig. 2 with the echo controller: Fig. 2's checks (`crate::claims`).
 //!
-//! The light-load checks pull in opposite directions (see
-//! `ka_router::controller::crowd`, "Light load: the trade-off"); the
-//! controller's caution picks the point, and `docs/RESULTS.md` has the
-//! numbers for several.
+//! For a controller that sees only the data (`ka_router::Crowd`, which
+//! the scenarios can select with `controller = "crowd"`) the light-load
+//! checks pull in opposite directions (`ka_router::controller::crowd`,
+//! "Light load: the trade-off"); `docs/RESULTS.md` has its numbers.
 
 use serde_json::{Value, json};
 
@@ -62,7 +63,7 @@ pub const FCT_FACTOR: f64 = 1.10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlashCrowd;
 
-/// Fig. 3 variant names: (carrier, "crowd" or "paper", seed index 1…).
+/// Fig. 3 variant names: (carrier, "paper" for the reference, seed index 1…).
 fn fig3_variants() -> Vec<(&'static str, &'static str)> {
     vec![
         ("ka-1", FIG3_KA),
@@ -280,11 +281,11 @@ impl Experiment for FlashCrowd {
     }
 
     fn about(&self) -> &'static str {
-        "Flash crowds: the crowd controller at Fig. 3's load (3 seeds), in a 64-flow crowd and in Fig. 2, against the paper's RCP"
+        "Flash crowds: the echo controller at Fig. 3's load (3 seeds), in a 64-flow crowd and in Fig. 2, against the paper's RCP"
     }
 
     fn title(&self) -> String {
-        "Explicit rate without flash-crowd overflow: crowd controller vs the paper's RCP".into()
+        "Explicit rate without flash-crowd overflow: echo controller vs the paper's RCP".into()
     }
 
     fn variants(&self) -> Vec<(&'static str, &'static str)> {
@@ -355,7 +356,7 @@ impl Experiment for FlashCrowd {
         crowd64_claims(results, &mut out);
         for carrier in ["ka", "rcp"] {
             if let Some(r) = find(results, &format!("fig2-{carrier}")) {
-                out.extend(crate::claims::fig2(&format!("crowd {carrier}"), r));
+                out.extend(crate::claims::fig2(&format!("echo {carrier}"), r));
             }
         }
         out
@@ -365,9 +366,9 @@ impl Experiment for FlashCrowd {
         let mut fct = Vec::new();
         for (v, label, group) in [
             ("paper-ka-1", "KA, paper RCP", "ka"),
-            ("ka-1", "KA, crowd", "ka"),
+            ("ka-1", "KA, echo", "ka"),
             ("paper-rcp-1", "native RCP, paper RCP", "rcp"),
-            ("rcp-1", "native RCP, crowd", "rcp"),
+            ("rcp-1", "native RCP, echo", "rcp"),
         ] {
             if let Some(r) = find(results, v) {
                 fct.push(fct_curve(r, label, group));
@@ -393,15 +394,15 @@ impl Experiment for FlashCrowd {
             report::fct_size_panel(fct),
             time(
                 "Bottleneck queue at Fig. 3's load (seed 1; max per 100 ms)",
-                queue(&[("paper-ka-1", "KA, paper RCP"), ("ka-1", "KA, crowd")]),
+                queue(&[("paper-ka-1", "KA, paper RCP"), ("ka-1", "KA, echo")]),
             ),
             time(
                 "64 flows start within 10 ms at t = 4 s",
                 queue(&[
                     ("crowd64-paper-ka", "KA, paper RCP"),
-                    ("crowd64-ka", "KA, crowd"),
+                    ("crowd64-ka", "KA, echo"),
                     ("crowd64-paper-rcp", "native RCP, paper RCP"),
-                    ("crowd64-rcp", "native RCP, crowd"),
+                    ("crowd64-rcp", "native RCP, echo"),
                 ])
                 .into_iter()
                 .map(|mut c: crate::plot::Curve| {
@@ -429,7 +430,7 @@ mod tests {
             let paper = s.router.controller == Some(ControllerKnob::Rcp);
             assert_eq!(paper, v.contains("paper"), "{v}");
             if !paper {
-                assert_eq!(s.router.controller, Some(ControllerKnob::Crowd), "{v}");
+                assert_eq!(s.router.controller, Some(ControllerKnob::Echo), "{v}");
             }
             let want = match v.rsplit('-').next() {
                 Some("2") => 11,

@@ -30,8 +30,10 @@ pub struct RouterKnobs {
     /// `ka-router` binary turns it on).
     pub dither: Option<bool>,
     /// The rate controller of every explicit-rate port: `"rcp"` (the
-    /// paper's, the default) or `"crowd"` (RCP's law plus admission of new
-    /// connections, no flash-crowd overflow: `ka_router::Crowd`).
+    /// paper's, the default), `"crowd"` (RCP's law plus admission of new
+    /// connections, no flash-crowd overflow: `ka_router::Crowd`) or
+    /// `"echo"` (RCP's law, with rates also written into the returning
+    /// ACKs' echoes at the router: `ka_router::Echo`).
     pub controller: Option<ControllerKnob>,
     /// `crowd` only: its caution (`ka_router::CrowdConfig::caution`).
     pub crowd_caution: Option<f64>,
@@ -55,6 +57,8 @@ pub enum ControllerKnob {
     Rcp,
     /// `ka_router::Crowd`.
     Crowd,
+    /// `ka_router::Echo`.
+    Echo,
 }
 
 /// `rcp_update` values of [`RouterKnobs`].

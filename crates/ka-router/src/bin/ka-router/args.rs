@@ -95,7 +95,12 @@ pub struct Args {
     /// queue). crowd: RCP's control law (same --alpha, --beta) plus admission of new
     /// connections: it follows TCP connections from their SYN and starts each at its
     /// expected share, so a crowd of new flows does not overflow the queue; at light load it
-    /// costs long flows part of their first round trip (see --crowd-caution).
+    /// costs long flows part of their first round trip (see --crowd-caution). echo: RCP's
+    /// control law plus connection following, and the rate is also written into the echo of
+    /// the ACKs coming back through the router (lowering KA-Rate / RCP-Echo), so it acts at
+    /// once instead of one RTT later: no flash-crowd overflow and no cost to long flows. It
+    /// needs both directions of each connection through this router (use crowd otherwise),
+    /// and gains most when the router is near the senders.
     #[arg(long, value_enum, default_value = "rcp")]
     pub controller: ControllerArg,
 
@@ -238,6 +243,8 @@ pub enum ControllerArg {
     Rcp,
     /// RCP with admission of new connections (no flash-crowd overflow).
     Crowd,
+    /// RCP with connection following and rates written into returning ACKs.
+    Echo,
 }
 
 /// `--rcp-update` values.
@@ -311,6 +318,7 @@ impl Args {
                     caution: self.crowd_caution,
                     ..CrowdConfig::default()
                 }),
+                ControllerArg::Echo => ControllerKind::Echo(ka_router::EchoConfig::default()),
             };
             c.dither = self.dither == OnOff::On;
             // A bridge is invisible at layer 3: no TTL / hop-limit decrement
