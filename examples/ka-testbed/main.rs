@@ -2,13 +2,14 @@
 //! network namespaces, with the same scenarios simulated beside them.
 //!
 //! ```text
-//! sudo ka-testbed light --out results/testbed-light     # Fig. 8, 5 schemes x 3 min
-//! sudo ka-testbed heavy --out results/testbed-heavy     # Figs 9-10, 5 schemes x 15 min
+//! sudo ka-testbed light --out results/testbed-light     # Fig. 8, 6 schemes x 3 min
+//! sudo ka-testbed heavy --out results/testbed-heavy     # Figs 9-10, 6 schemes x 15 min
 //! sudo ka-testbed run my-scenario.toml --out DIR        # any one-bottleneck on-off scenario
 //! ```
 //!
 //! For every scheme — `ka` (KA endpoints through a KA router with the
-//! paper's RCP), `ka-crowd` (the same with `--controller crowd`),
+//! paper's RCP), `ka-crowd` (the same with `--controller crowd`), `ka-echo`
+//! (the same with `--controller echo`),
 //! `cubic` (the Linux kernel's CUBIC through drop-tail), `cubic-fqcodel-ecn`
 //! (kernel CUBIC with ECN through FQ-CoDel), `pcc` (`ka-endpoint`'s PCC
 //! Vivace through drop-tail) — the runner takes the scenario of
@@ -106,7 +107,7 @@ struct Opts {
     #[arg(long)]
     out: PathBuf,
     /// Schemes to run, comma-separated (light/heavy): ka (the paper's RCP), ka-crowd (the crowd
-    /// controller), cubic, cubic-fqcodel-ecn, pcc.
+    /// controller), ka-echo (the echo controller), cubic, cubic-fqcodel-ecn, pcc.
     #[arg(long, value_delimiter = ',', default_values_t = SCHEMES.map(|s| s.0.to_string()))]
     schemes: Vec<String>,
     /// Bottleneck rate [default: the scenario's, 100mbit light / 10mbit heavy].

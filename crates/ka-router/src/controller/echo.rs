@@ -52,10 +52,12 @@
 //! With A₀ = C − (non-TCP traffic), Y = the sum of the young flows' grants,
 //! L = the settled flows limited elsewhere (their echo arrives below R,
 //! lowered by another router) with rates ΣL, and N the other settled flows
-//! (plus unfollowed TCP traffic counted RCP's way, its rate over R):
+//! (plus unfollowed TCP traffic counted RCP's way, its rate over R, and,
+//! when they are a crowd, the announced connections not yet echoed, so
+//! that connections told on their data start at their share):
 //!
 //! ```text
-//! R = κ·(A₀ − ΣL − Y) / max(1, N)
+//! R = (κ·A₀ − ΣL − Y) / max(1, N)
 //! g = min(share, room)   share = κ·A₀ / (1 + N + |L| + young + crowd)
 //!                        room  = κ·A₀ − Y
 //! ```
@@ -653,7 +655,7 @@ impl RateController for Echo {
         }
         let a0 = self.a0();
         if a0 > 0.0 {
-            let n = self.n_free().max(1.0);
+            let n = (self.n_free() + self.crowd_unechoed()).max(1.0);
             let (lo, hi) = self.kappa_bounds();
             self.kappa = ((rate * n + self.young_g + self.limited_sum) / a0).clamp(lo, hi);
             self.refresh();

@@ -16,7 +16,7 @@
 //! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`]) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
-//! | testbed-light, testbed-heavy | `ka/`, `ka-crowd/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
+//! | testbed-light, testbed-heavy | `ka/`, `ka-crowd/`, `ka-echo/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |

@@ -45,19 +45,22 @@ pub enum TestbedLoad {
 }
 
 /// The schemes (variant name, plot label), in the paper's legend order.
-pub const SCHEMES: [(&str, &str); 5] = [
+pub const SCHEMES: [(&str, &str); 6] = [
     ("ka", "Kick-Ass"),
     ("ka-crowd", "Kick-Ass, crowd controller"),
+    ("ka-echo", "Kick-Ass, echo controller"),
     ("cubic", "CUBIC"),
     ("cubic-fqcodel-ecn", "CUBIC on FQ-CoDel + ECN"),
     ("pcc", "PCC"),
 ];
 
 /// The KA schemes the claims are checked for, with how the checks name
-/// them: the paper's RCP (`ka`) and the crowd controller (`ka-crowd`).
-pub const KA_SCHEMES: [(&str, &str); 2] = [
+/// them: the paper's RCP (`ka`), the crowd controller (`ka-crowd`) and
+/// the echo controller (`ka-echo`).
+pub const KA_SCHEMES: [(&str, &str); 3] = [
     ("ka", "KA (paper RCP)"),
     ("ka-crowd", "KA (crowd controller)"),
+    ("ka-echo", "KA (echo controller)"),
 ];
 
 /// Flow-size buckets (packets, `lo..hi`) of the per-bucket comparisons:
@@ -102,6 +105,9 @@ impl TestbedLoad {
             (TestbedLoad::Light, "ka-crowd") => {
                 include_str!("../../scenarios/testbed-light-ka-crowd.toml")
             }
+            (TestbedLoad::Light, "ka-echo") => {
+                include_str!("../../scenarios/testbed-light-ka-echo.toml")
+            }
             (TestbedLoad::Light, "cubic") => {
                 include_str!("../../scenarios/testbed-light-cubic.toml")
             }
@@ -112,6 +118,9 @@ impl TestbedLoad {
             (TestbedLoad::Heavy, "ka") => include_str!("../../scenarios/testbed-heavy-ka.toml"),
             (TestbedLoad::Heavy, "ka-crowd") => {
                 include_str!("../../scenarios/testbed-heavy-ka-crowd.toml")
+            }
+            (TestbedLoad::Heavy, "ka-echo") => {
+                include_str!("../../scenarios/testbed-heavy-ka-echo.toml")
             }
             (TestbedLoad::Heavy, "cubic") => {
                 include_str!("../../scenarios/testbed-heavy-cubic.toml")
