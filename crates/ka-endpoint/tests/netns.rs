@@ -16,6 +16,17 @@ use netns_common::{Proc, Side, endpoint_addr, endpoint_testbed, payload, serial,
 const PORT: u16 = 5001;
 const BYTES: usize = 20_000_000;
 
+/// The counter after `label` on the router's final `forward` line.
+fn forward_count(stdout: &str, label: &str) -> u64 {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("forward"))
+        .and_then(|l| l.split(label).nth(1))
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{label}` count in router output: {stdout}"))
+}
+
 #[test]
 fn netns_role_helper() {
     netns_common::role_main()
@@ -195,14 +206,7 @@ fn ka_to_ka_through_ka_router() {
     );
 
     let router = tb.stop_router().expect("stopping the router");
-    let fragmented: u64 = router
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("forward"))
-        .and_then(|l| l.split("fragmented ").nth(1))
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no fragment count in router output: {}", router.stdout));
+    let fragmented = forward_count(&router.stdout, "fragmented ");
     assert!(
         fragmented > 1000,
         "the router stamped only {fragmented} packets: {}",
@@ -277,14 +281,7 @@ fn ka_to_ka_through_the_echo_controller() {
     assert!(goodput >= 14e6, "goodput {:.2} Mbit/s: {j}", goodput / 1e6);
     let _ = recv.terminate();
     let router = tb.stop_router().expect("stopping the router");
-    let lowered: u64 = router
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("forward"))
-        .and_then(|l| l.split("echoes lowered ").nth(1))
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no echo count in router output: {}", router.stdout));
+    let lowered = forward_count(&router.stdout, "echoes lowered ");
     eprintln!(
         "echo controller: goodput {:.2} Mbit/s, {:.1} % in KA mode, {lowered} echoes lowered",
         goodput / 1e6,

@@ -14,7 +14,10 @@ use crate::config::{RcpConfig, RcpUpdate};
 
 pub mod crowd;
 pub mod echo;
+mod kappa;
 pub mod packet;
+#[cfg(test)]
+mod test_packets;
 
 pub use crowd::{Crowd, CrowdConfig};
 pub use echo::{Echo, EchoConfig, EchoStats};

@@ -165,23 +165,22 @@ impl RouterNode {
         self.handle_timeout(ctx);
     }
 
-    fn route(&self, packet: &[u8]) -> Option<usize> {
-        let dst = addr::ipv4_dst(packet)?;
-        let host = addr::host_index(dst)?;
+    /// The egress towards host address `addr`.
+    fn route_to(&self, addr: Option<[u8; 4]>) -> Option<usize> {
+        let host = addr::host_index(addr?)?;
         match self.routes.get(host) {
             Some(&i) if i != NO_ROUTE => Some(usize::from(i)),
             _ => None,
         }
     }
 
+    fn route(&self, packet: &[u8]) -> Option<usize> {
+        self.route_to(addr::ipv4_dst(packet))
+    }
+
     /// The egress towards `packet`'s source.
     fn route_back(&self, packet: &[u8]) -> Option<usize> {
-        let src = addr::ipv4_src(packet)?;
-        let host = addr::host_index(src)?;
-        match self.routes.get(host) {
-            Some(&i) if i != NO_ROUTE => Some(usize::from(i)),
-            _ => None,
-        }
+        self.route_to(addr::ipv4_src(packet))
     }
 
     /// A packet arrived.

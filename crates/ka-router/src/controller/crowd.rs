@@ -227,9 +227,10 @@ mod table;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::kappa::{self, Ewma};
 use super::packet::PacketInfo;
-use super::{MAX_BATCH_ITERATIONS, Measurement, RateController};
-use crate::config::{RcpConfig, RcpUpdate};
+use super::{Measurement, RateController};
+use crate::config::RcpConfig;
 pub use config::{CrowdConfig, CrowdStats, DEFAULT_CAUTION, DEFAULT_MAX_FLOWS};
 use table::{Active, Phase, Table};
 
@@ -262,26 +263,6 @@ fn young_ramp(bytes: u64, g: f64, d: Duration) -> f64 {
         (bytes as f64 / full).min(1.0)
     } else {
         1.0
-    }
-}
-
-/// An exponentially weighted rate estimate (B/ms).
-#[derive(Debug, Clone, Copy, Default)]
-struct Ewma {
-    v: f64,
-    at: Duration,
-}
-
-impl Ewma {
-    fn get(&self, now: Duration, tau: Duration) -> f64 {
-        let dt = now.saturating_sub(self.at).as_secs_f64() / tau.as_secs_f64().max(1e-9);
-        self.v * (-dt).exp()
-    }
-
-    fn add(&mut self, now: Duration, tau: Duration, bytes: usize) {
-        let now = now.max(self.at);
-        self.v = self.get(now, tau) + bytes as f64 / (tau.as_secs_f64() * 1e3).max(1e-9);
-        self.at = now;
     }
 }
 
@@ -510,24 +491,11 @@ impl Crowd {
         self.now = self.now.max(now).max(self.ticks);
     }
 
-    /// The multiplier of RCP's update for one interval of `m`.
+    /// The multiplier of RCP's update for one interval of `m`: y plus the
+    /// demand already granted but not arriving yet.
     fn factor(&self, m: &Measurement) -> f64 {
-        let c = self.capacity;
-        if c <= 0.0 {
-            return 1.0;
-        }
-        let t = m.interval.as_secs_f64() * 1e3;
-        let d = self.d_ms();
-        let q = m.queue_bytes as f64;
-        // y plus the demand already granted but not arriving yet.
         let y = m.input_rate + self.weight() * self.table.pending_g;
-        let x = (t / d) * (self.rcp.alpha * (c - y) - self.rcp.beta * q / d) / c;
-        // The same multiplier as Rcp's (RcpConfig::update).
-        let f = match self.rcp.update {
-            RcpUpdate::Linear => 1.0 + x,
-            RcpUpdate::Exponential => x.exp(),
-        };
-        if f.is_finite() { f.max(0.0) } else { 1.0 }
+        kappa::factor(&self.rcp, self.capacity, self.d_ms(), m, y)
     }
 
     fn kappa_bounds(&self) -> (f64, f64) {
@@ -595,14 +563,7 @@ impl RateController for Crowd {
         }
         self.end_intervals(m, n);
         let (lo, hi) = self.interval_bounds(m);
-        let f = self.factor(m);
-        let n = n.min(MAX_BATCH_ITERATIONS.saturating_mul(1024));
-        let k = if f <= 0.0 {
-            lo
-        } else {
-            self.kappa.clamp(lo, hi) * f.powf(n as f64)
-        };
-        self.kappa = if k.is_nan() { lo } else { k.clamp(lo, hi) };
+        self.kappa = kappa::after(self.kappa, self.factor(m), n, lo, hi);
         self.after_intervals();
         self.rate
     }

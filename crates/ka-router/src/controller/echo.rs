@@ -149,9 +149,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::kappa::{self, Ewma};
 use super::packet::{FlowKey, PacketInfo};
-use super::{MAX_BATCH_ITERATIONS, Measurement, RateController};
-use crate::config::{RcpConfig, RcpUpdate};
+use super::{Measurement, RateController};
+use crate::config::RcpConfig;
 
 /// A full-size packet, bytes (for idle timeouts).
 const MTU: f64 = 1500.0;
@@ -240,26 +241,6 @@ struct Flow {
     /// The rate its echo carried before this router (another router's),
     /// if below the ceiling.
     path: f64,
-}
-
-/// An exponentially weighted rate estimate (B/ms).
-#[derive(Debug, Clone, Copy, Default)]
-struct Ewma {
-    v: f64,
-    at: Duration,
-}
-
-impl Ewma {
-    fn get(&self, now: Duration, tau: Duration) -> f64 {
-        let dt = now.saturating_sub(self.at).as_secs_f64() / tau.as_secs_f64().max(1e-9);
-        self.v * (-dt).exp()
-    }
-
-    fn add(&mut self, now: Duration, tau: Duration, bytes: usize) {
-        let now = now.max(self.at);
-        self.v = self.get(now, tau) + bytes as f64 / (tau.as_secs_f64() * 1e3).max(1e-9);
-        self.at = now;
-    }
 }
 
 /// The echo controller (see the module docs).
@@ -559,19 +540,7 @@ impl Echo {
 
     /// The multiplier of RCP's update for one interval of `m`.
     fn factor(&self, m: &Measurement) -> f64 {
-        let c = self.capacity;
-        if c <= 0.0 {
-            return 1.0;
-        }
-        let t = m.interval.as_secs_f64() * 1e3;
-        let d = self.d_ms();
-        let q = m.queue_bytes as f64;
-        let x = (t / d) * (self.rcp.alpha * (c - m.input_rate) - self.rcp.beta * q / d) / c;
-        let f = match self.rcp.update {
-            RcpUpdate::Linear => 1.0 + x,
-            RcpUpdate::Exponential => x.exp(),
-        };
-        if f.is_finite() { f.max(0.0) } else { 1.0 }
+        kappa::factor(&self.rcp, self.capacity, self.d_ms(), m, m.input_rate)
     }
 
     fn kappa_bounds(&self) -> (f64, f64) {
@@ -631,14 +600,7 @@ impl RateController for Echo {
         }
         self.end_intervals(m, n);
         let (lo, hi) = self.interval_bounds(m);
-        let f = self.factor(m);
-        let n = n.min(MAX_BATCH_ITERATIONS.saturating_mul(1024));
-        let k = if f <= 0.0 {
-            lo
-        } else {
-            self.kappa.clamp(lo, hi) * f.powf(n as f64)
-        };
-        self.kappa = if k.is_nan() { lo } else { k.clamp(lo, hi) };
+        self.kappa = kappa::after(self.kappa, self.factor(m), n, lo, hi);
         self.refresh();
         self.rate
     }

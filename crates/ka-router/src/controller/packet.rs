@@ -50,7 +50,9 @@ pub struct TcpInfo {
     pub payload: usize,
 }
 
-fn mapped(v4: [u8; 4]) -> [u8; 16] {
+/// An IPv4 address in the IPv4-mapped IPv6 form (RFC 4291 §2.5.5.2), as
+/// [`FlowKey`] holds it.
+pub(crate) fn mapped(v4: [u8; 4]) -> [u8; 16] {
     let mut a = [0u8; 16];
     a[10] = 0xff;
     a[11] = 0xff;

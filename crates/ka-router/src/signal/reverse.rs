@@ -12,6 +12,7 @@ use ka_codec::wire::ipv6::{self, Ipv6Packet};
 use ka_codec::wire::tcp::TcpPacket;
 
 use crate::controller::FlowKey;
+use crate::controller::packet::mapped;
 
 const ACK: u8 = 0x10;
 /// The TCP header without options.
@@ -37,14 +38,6 @@ pub(crate) struct Segment {
     pub echo: Option<Echo>,
     /// Offset of the TCP header.
     pub tcp_at: usize,
-}
-
-fn mapped(v4: [u8; 4]) -> [u8; 16] {
-    let mut a = [0u8; 16];
-    a[10] = 0xff;
-    a[11] = 0xff;
-    a[12..].copy_from_slice(&v4);
-    a
 }
 
 /// Reads an ACK-carrying TCP segment (SYN-ACKs included): `None` for

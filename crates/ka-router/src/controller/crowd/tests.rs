@@ -1,52 +1,11 @@
 //! Unit tests of [`Crowd`](super::Crowd).
 
 use super::*;
-use crate::controller::packet::{FlowKey, TcpInfo};
 
-const C: f64 = 18_750.0; // 150 Mbit/s in B/ms
-const MS: Duration = Duration::from_millis(1);
-
-fn key(i: u16) -> FlowKey {
-    FlowKey {
-        sport: 40_000 + i,
-        dport: 5001,
-        ..FlowKey::default()
-    }
-}
-
-fn pkt(i: u16, syn: bool, fin: bool, payload: usize) -> PacketInfo {
-    PacketInfo {
-        len: payload + 40,
-        tcp: Some(TcpInfo {
-            flow: key(i),
-            syn,
-            fin,
-            payload,
-        }),
-    }
-}
-
-fn syn(i: u16) -> PacketInfo {
-    pkt(i, true, false, 0)
-}
-
-fn data(i: u16) -> PacketInfo {
-    pkt(i, false, false, 1460)
-}
-
-fn fin(i: u16) -> PacketInfo {
-    pkt(i, false, true, 0)
-}
+use crate::controller::test_packets::{C, MS, data, fin, interval_at, pkt, syn};
 
 fn interval(y: f64) -> Measurement {
-    Measurement {
-        interval: Duration::from_millis(10),
-        rtt: Duration::from_millis(100),
-        capacity: C,
-        max_rate: C,
-        input_rate: y,
-        queue_bytes: 0,
-    }
+    interval_at(y, C)
 }
 
 fn crowd(caution: f64) -> Crowd {
