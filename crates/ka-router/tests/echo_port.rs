@@ -23,26 +23,13 @@ mod common;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use common::crowd::{C_BPS, Carrier, D, MS, PKT, START, STEP, converged, data, tcp};
 use ka_codec::options::{KaRate, RcpEcho};
-use ka_codec::rcp_option::{self, RcpOption};
+use ka_codec::rcp_option;
 use ka_codec::scale::{Code, Scale};
 use ka_codec::wire::checksum;
 use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_router::{ControllerKind, EchoConfig, Port, PortConfig, Signalling};
-
-const C_BPS: u64 = 150_000_000;
-const C: f64 = C_BPS as f64 / 8000.0;
-const MS: u64 = 1_000_000;
-const D: u64 = 100 * MS;
-const STEP: u64 = 20_000;
-const START: u64 = 4_000 * MS;
-const PKT: usize = 1500;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Carrier {
-    Ka,
-    Native,
-}
 
 struct Flow {
     start: u64,
@@ -68,35 +55,6 @@ type Ack = (u64, usize, Option<Signal>);
 enum Signal {
     Code(u8),
     Rate(u32),
-}
-
-fn tcp(sport: u16, dport: u16, flags: u8, opts: &[u8], payload: usize) -> Vec<u8> {
-    let hl = 20 + opts.len();
-    let mut t = vec![0u8; hl + payload];
-    t[0..2].copy_from_slice(&sport.to_be_bytes());
-    t[2..4].copy_from_slice(&dport.to_be_bytes());
-    t[12] = ((hl / 4) as u8) << 4;
-    t[13] = flags;
-    t[20..hl].copy_from_slice(opts);
-    t
-}
-
-fn data(carrier: Carrier, sport: u16, syn: bool) -> Vec<u8> {
-    let opts = match carrier {
-        Carrier::Native => RcpOption {
-            rate_bytes_per_sec: u32::MAX,
-            rtt_ms: 100,
-        }
-        .to_bytes()
-        .to_vec(),
-        Carrier::Ka => Vec::new(),
-    };
-    let seg = if syn {
-        tcp(sport, 5001, 0x02, &[], 0)
-    } else {
-        tcp(sport, 5001, 0x10, &[], PKT - 20 - opts.len() - 20)
-    };
-    common::ipv4(&seg, &opts, false, false, 0, sport, 64, 6)
 }
 
 /// The receiver's ACK to `sport`, echoing `signal`, with valid checksums.
@@ -281,33 +239,6 @@ fn echo() -> ControllerKind {
     ControllerKind::Echo(EchoConfig::default())
 }
 
-/// From `from` to `end`, every flow paces on average at C/N ± `tol` (the
-/// echoes dither between the KA codes around its share, so single rates
-/// are a code step off).
-fn converged(r: &Run, n: usize, from: u64, end: u64, tol: f64) -> Result<(), String> {
-    let fair = C / n as f64;
-    for (i, a) in r.adopted.iter().enumerate() {
-        let Some(first) = a.iter().rev().find(|e| e.0 <= from) else {
-            return Err(format!("flow {i}: no rate by 5 RTTs"));
-        };
-        let mut steps = vec![(from, first.1)];
-        steps.extend(a.iter().filter(|e| e.0 > from).copied());
-        let mut area = 0.0;
-        for (k, &(t, v)) in steps.iter().enumerate() {
-            if (v - fair).abs() > 0.2 * fair {
-                return Err(format!("flow {i}: {v:.1} B/ms vs C/N {fair:.1}"));
-            }
-            let next = steps.get(k + 1).map_or(end, |e| e.0);
-            area += v * (next - t) as f64;
-        }
-        let mean = area / (end - from) as f64;
-        if (mean - fair).abs() > tol * fair {
-            return Err(format!("flow {i}: mean {mean:.1} B/ms vs C/N {fair:.1}"));
-        }
-    }
-    Ok(())
-}
-
 fn check(carrier: Carrier, n: usize) {
     let end = START + 10 * MS + if n == 1 { 25 * D } else { 8 * D };
     let r = run(carrier, echo(), n, end, true);
@@ -321,7 +252,10 @@ fn check(carrier: Carrier, n: usize) {
         assert!(r.lowered > 0, "{carrier:?} N={n}: no echo lowered");
     }
     let last = START + 10 * MS;
-    converged(&r, n, last + 5 * D, end, 0.1).unwrap_or_else(|e| panic!("{carrier:?} N={n}: {e}"));
+    // The echoes dither between the KA codes around each share, so a
+    // single rate may be a code or two off; the mean within 10 %.
+    converged(&r.adopted, n, last + 5 * D, end, 0.2, 0.1)
+        .unwrap_or_else(|e| panic!("{carrier:?} N={n}: {e}"));
 }
 
 #[test]
@@ -372,5 +306,5 @@ fn without_the_acks_the_data_still_carry_a_rate() {
     assert_eq!(r.drops, 0);
     let last = START + 10 * MS;
     assert!(r.queue_max <= 300, "{}", r.queue_max);
-    converged(&r, 10, last + 20 * D, end, 0.15).unwrap_or_else(|e| panic!("{e}"));
+    converged(&r.adopted, 10, last + 20 * D, end, 0.2, 0.15).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -1,6 +1,8 @@
 //! Packet builders and a reassembler shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod crowd;
+
 use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::ipv6::{self, FragmentHeader, Ipv6Packet};
 
