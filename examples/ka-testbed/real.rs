@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use ka_router::shell::host::StealMeter;
+use ka_io::host::StealMeter;
 use ka_router::shell::testbed::{Side, Testbed};
 use ka_sim::qspec::QueueSpec;
 use ka_sim::scenario::{ControllerKnob, PortKind, QueueMeasureKnob, Scenario, Topology, Workload};

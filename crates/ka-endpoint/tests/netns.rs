@@ -8,7 +8,7 @@
 
 mod netns_common;
 
-use ka_router::shell::host::StealMeter;
+use ka_io::host::StealMeter;
 use std::time::Duration;
 
 use netns_common::{Proc, Side, endpoint_addr, endpoint_testbed, payload, serial, sha256_hex};

@@ -215,7 +215,7 @@ fn kernel_drops_in_front_of_an_unread_device_are_counted() {
     in_netns(
         "kernel_drops_in_front_of_an_unread_device_are_counted",
         async |stack| {
-            use ka_router::shell::tun::{KernelDrops, TunOptions, open_tun};
+            use ka_io::tun::{KernelDrops, TunOptions, open_tun};
             let opts = TunOptions {
                 tx_queue_len: 4,
                 ..TunOptions::default()

@@ -23,8 +23,8 @@
 
 use super::shared::Shared;
 use crate::conn::State;
-use ka_router::shell::pacing::{Pacer, PollFd, PollFlags, wait_readable};
-use ka_router::shell::tun::MAX_PACKET;
+use ka_io::pacing::{Pacer, PollFd, PollFlags, wait_readable};
+use ka_io::tun::MAX_PACKET;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::OwnedFd;
@@ -160,7 +160,7 @@ impl Drop for ExitGuard {
 /// The driver thread's loop; returns when the last user handle is dropped.
 pub(crate) fn run(shared: Arc<Shared>, device: File, mut writer: File, pacer: Pacer) {
     let _guard = ExitGuard(shared.clone());
-    if let Err(e) = ka_router::shell::pacing::tighten_timer_slack() {
+    if let Err(e) = ka_io::pacing::tighten_timer_slack() {
         tracing::warn!("driver thread: timer slack unchanged: {e}");
     }
     let mut reader = match DeviceReader::new(device) {

@@ -78,8 +78,8 @@ pub use stream::KaStream;
 
 use crate::config::{StackConfig, TcpConfig};
 use crate::stack::{ConnectError, Stack};
-use ka_router::shell::pacing::{DEFAULT_SPIN, Pacer};
-use ka_router::shell::tun::{KernelDrops, TunOptions, open_tun};
+use ka_io::pacing::{DEFAULT_SPIN, Pacer};
+use ka_io::tun::{KernelDrops, TunOptions, open_tun};
 use shared::{Inner, ListenSlot, Owner, Shared, Slot};
 use std::collections::HashMap;
 use std::fs::File;
@@ -125,7 +125,7 @@ impl Default for DriverConfig {
             spin: DEFAULT_SPIN,
             accept_backlog: 128,
             mode_log_cap: 1024,
-            tun_queue_len: ka_router::shell::tun::DEFAULT_TX_QUEUE_LEN,
+            tun_queue_len: ka_io::tun::DEFAULT_TX_QUEUE_LEN,
         }
     }
 }
@@ -153,7 +153,7 @@ fn connect_error(e: ConnectError) -> io::Error {
 
 impl KaStack {
     /// Runs a stack with address `local` on an open TUN device (e.g. from
-    /// [`ka_router::shell::tun::open_tun`]: layer 3, no packet-information
+    /// [`ka_io::tun::open_tun`]: layer 3, no packet-information
     /// header, offloads off); starts the driver thread. The streams it
     /// makes are tokio-friendly (`AsyncRead`/`AsyncWrite`) but need no
     /// particular runtime.

@@ -66,10 +66,10 @@ use std::os::fd::{IntoRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use ka_io::pacing::{PollFd, PollFlags, wait_readable};
 use pnet_datalink::{Channel, DataLinkReceiver, DataLinkSender, NetworkInterface};
 
 use super::input::{Input, Output};
-use super::pacing::{PollFd, PollFlags, wait_readable};
 use super::stats::{Direction, IoCounters, SharedStats};
 
 /// Most VLAN tags (802.1Q, 802.1ad, 0x9100) looked through to find an IP

@@ -30,7 +30,7 @@
 //!
 //! Memory: one 64 KiB read buffer; the kernel's TUN queue (`txqueuelen`,
 //! 4096 packets unless `--tun-queue` says otherwise:
-//! [`DEFAULT_TX_QUEUE_LEN`](super::tun::DEFAULT_TX_QUEUE_LEN)) holds what the
+//! [`DEFAULT_TX_QUEUE_LEN`](ka_io::tun::DEFAULT_TX_QUEUE_LEN)) holds what the
 //! thread has not read yet and drops beyond it (`TX dropped` in
 //! `ip -s link`). The capture queue is capped ([`DEFAULT_RECORDER_CAPACITY`],
 //! dropped records counted). The cores' own queues are capped by `--queue`.
@@ -45,16 +45,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use ka_io::pacing::{Pacer, STALL, stall_stamp};
+use ka_io::tun::{KernelDrops, TunOptions, open_tun};
 use tokio::net::TcpListener;
 
 use super::forwarder::Forwarder;
 use super::input::{Input, Output, Pair, TunInput};
 use super::metrics::serve_metrics;
-use super::pacing::{Pacer, STALL, stall_stamp};
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink, wall_clock};
 use super::stamplog::{DEFAULT_STAMP_LOG_CAPACITY, StampLog, StampLogHandle, leading_fragment};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
-use super::tun::{KernelDrops, TunOptions, open_tun};
 
 /// How often the forwarding thread refreshes the published core state (and
 /// the longest it waits before noticing a shutdown).
@@ -244,7 +244,7 @@ where
         std::thread::Builder::new()
             .name("ka-forward".into())
             .spawn(move || {
-                if let Err(e) = super::pacing::tighten_timer_slack() {
+                if let Err(e) = ka_io::pacing::tighten_timer_slack() {
                     tracing::warn!("forwarding thread: timer slack unchanged: {e}");
                 }
                 if let Some(Err(e)) = init.map(|ThreadInit(f)| f()) {
@@ -593,7 +593,7 @@ mod tests {
         // (by design: the core's timeline is ideal), so on an oversubscribed
         // host (other builds, parallel tests) the spacing says more about the
         // host than about the loop; "never early" is asserted above either way.
-        if crate::shell::host::oversubscribed() {
+        if ka_io::host::oversubscribed() {
             eprintln!("host oversubscribed: median release gap {median:?} not asserted");
         } else {
             assert!(

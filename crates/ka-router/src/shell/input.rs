@@ -18,11 +18,11 @@ use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use ka_io::pacing::{PollFd, PollFlags, wait_readable};
+use ka_io::tun::MAX_PACKET;
 use tun_rs::SyncDevice;
 
-use super::pacing::{PollFd, PollFlags, wait_readable};
 use super::stats::{Direction, SharedStats};
-use super::tun::MAX_PACKET;
 
 /// After a read error (other than "nothing to read") a device is left
 /// alone this long, so a vanished device cannot make the thread spin.

@@ -121,7 +121,7 @@ pub struct IoCounters {
     /// transmit queue of the device this direction is read from was full
     /// (the device's `tx_dropped` since the router attached; stays 0 while
     /// the device is in another network namespace: see
-    /// [`KernelDrops`](super::tun::KernelDrops)).
+    /// [`KernelDrops`](ka_io::tun::KernelDrops)).
     pub input_overflow: AtomicU64,
     /// KA leading fragments written (IPv4 offset 0 with MF, IPv6 Fragment
     /// header offset 0 with M; see [`leading_fragment`](super::stamplog::leading_fragment)).

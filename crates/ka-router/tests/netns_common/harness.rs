@@ -2,8 +2,8 @@
 //! `netns_common` declares it as a submodule, the endpoint's includes it
 //! with `#[path = "…/ka-router/tests/netns_common/harness.rs"] mod harness;`.
 //! `ka-examples`' testbed test includes it the same way. Only `std`,
-//! `sha2` and `ka_router` may be used here (the dev-dependencies all three
-//! have).
+//! `sha2`, `ka_router` and `ka_io` may be used here (the dependencies all
+//! three have).
 //!
 //! Kernel-TCP peers ("roles") run by re-executing the current test binary
 //! in a namespace (`ip netns exec NS <test-exe> netns_role_helper --exact`,
@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use ka_router::shell::cli::Payload;
+pub use ka_io::cli::Payload;
 use ka_router::shell::testbed::{Side, Testbed, unavailable};
 use sha2::{Digest, Sha256};
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[allow(unused_imports)]
-pub use ka_router::shell::host::{StealMeter, oversubscribed as host_oversubscribed};
+pub use ka_io::host::{StealMeter, oversubscribed as host_oversubscribed};
 use ka_router::shell::testbed::{Side, Testbed};
 use sha2::{Digest, Sha256};
 

@@ -115,7 +115,7 @@ pub struct Common {
     /// Transmit-queue length (txqueuelen) set on the device: packets the kernel has routed to
     /// the stack and the driver has not read yet; beyond it the kernel drops them (reported at
     /// exit). Linux's 500 is 6 ms at 1 Gbit/s. 0 leaves the device's setting.
-    #[arg(long, value_name = "PACKETS", default_value_t = ka_router::shell::tun::DEFAULT_TX_QUEUE_LEN)]
+    #[arg(long, value_name = "PACKETS", default_value_t = ka_io::tun::DEFAULT_TX_QUEUE_LEN)]
     pub tun_queue: u32,
 }
 

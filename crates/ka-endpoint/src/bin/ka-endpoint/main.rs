@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Parser as _;
 use ka_endpoint::driver::{KaStack, KaStream};
-use ka_router::shell::cli::{self, Payload, init_tracing};
+use ka_io::cli::{self, Payload, init_tracing};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use args::{Cli, Cmd, Common, RecvArgs, SendArgs};

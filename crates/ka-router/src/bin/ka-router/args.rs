@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use ka_codec::units::{parse_duration, parse_rate};
-use ka_router::shell::{Link, Pacer, ShellConfig, TunOptions};
+use ka_io::pacing::Pacer;
+use ka_io::tun::TunOptions;
+use ka_router::shell::{Link, ShellConfig};
 
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
@@ -196,7 +198,7 @@ pub struct Args {
     /// Transmit-queue length (txqueuelen) set on both devices: packets the kernel has handed
     /// to the router and it has not read yet; beyond it the kernel drops them (`TX dropped`
     /// in `ip -s link`). Linux's 500 is 6 ms at 1 Gbit/s. 0 leaves the devices' setting.
-    #[arg(long, value_name = "PACKETS", default_value_t = ka_router::shell::tun::DEFAULT_TX_QUEUE_LEN)]
+    #[arg(long, value_name = "PACKETS", default_value_t = ka_io::tun::DEFAULT_TX_QUEUE_LEN)]
     pub tun_queue: u32,
 
     /// Pacing: how long before a departure the forwarding thread stops sleeping and spins

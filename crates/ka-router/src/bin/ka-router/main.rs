@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use ka_io::cli::{self, init_tracing};
 use ka_router::rwm::Rwm;
-use ka_router::shell::cli::{self, init_tracing};
 use ka_router::shell::{self, KaPorts, PassThrough};
 
 use args::Args;
