@@ -104,8 +104,14 @@
 //!
 //! **Receive-window modulation** (DESIGN §8.5, [`rwm`]): the flow
 //! middlebox stage needs both directions of a connection, so an [`Rwm`]
-//! sits in front of a router's two ports (`rwm.process(now, side, &mut
-//! pkt)` before `port.push`), owned by whatever owns both ports.
+//! sits in front of a router's ports (`rwm.process(now, side, &mut pkt)`
+//! before `port.push`).
+//!
+//! **A whole router** ([`router`]): [`Router`] composes ports (or direct
+//! links), [`Routes`], RWM, the reverse path for rate echoes
+//! ([`Port::on_reverse`], lowered on the ACK's arrival) and a hook per
+//! port ([`InterfaceHook`]). The `ka-router` binary and the simulator both
+//! drive it; see the module docs for the order of the stages.
 //!
 //! ## Control loop (DESIGN §4.3, §4.4)
 //!
@@ -143,9 +149,9 @@
 //! and DF clear, any native-RCP packet (SYNs included). Controllers that
 //! look at the reverse direction ([`RateController::wants_reverse`]) see
 //! every TCP segment the caller passes to [`Port::on_reverse`] (the ACKs
-//! of this port's flows, on their way back through the router; the
-//! `ka-router` binary and the simulator pass every packet of the other
-//! direction) and say what its rate echo is lowered to
+//! of this port's flows, on their way back through the router; a
+//! [`Router`] passes every packet whose source lies behind this port, on
+//! its arrival) and say what its rate echo is lowered to
 //! ([`RateController::on_reverse`]).
 //!
 //! While the port is in TCP mode, R is frozen (the controller is not
@@ -258,6 +264,7 @@ mod native;
 pub mod persist;
 pub mod port;
 pub mod qdisc;
+pub mod router;
 pub mod rwm;
 mod shaper;
 pub mod signal;
@@ -279,6 +286,7 @@ pub use mode::Mode;
 pub use native::lower_rcp_option;
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};
 pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
+pub use router::{InterfaceHook, Router, RouterCounters, Routes};
 pub use rwm::{Rwm, RwmClass, RwmConfig, RwmOutcome, RwmStats, Side};
 pub use signal::rate::IPV6_IDENT_START;
 pub use signal::{RateSignal, Signaller, XcpInterval, XcpSignal};

@@ -118,12 +118,13 @@
 //! mode, mean FCT 4.2 s.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ka_codec::scale::Scale;
 use ka_router::aggregate::{
     AggregateController, FeedbackQueue, MulTcp, MulTcpConfig, SegmentFeedback,
 };
+use ka_router::router::InterfaceHook;
 use ka_router::{Port, PortConfig, PushOutcome};
 use serde::{Deserialize, Serialize};
 
@@ -546,7 +547,8 @@ pub fn host_tcp(scenario: &Scenario, from: usize) -> crate::scenario::TcpKnobs {
 }
 
 /// Reports what the middle segment does to one direction's aggregate
-/// packets (see the module docs). Sits on a middle port.
+/// packets (see the module docs). Sits on a middle port as its
+/// [`InterfaceHook`].
 #[derive(Debug)]
 pub struct SegmentTap {
     /// Host index → whether it belongs to the aggregate.
@@ -589,12 +591,25 @@ impl SegmentTap {
     }
 }
 
-/// The aggregate controller of a middlebox port and its report queue.
+impl InterfaceHook for SegmentTap {
+    /// Follows the aggregate's packets (the note is their size).
+    fn follow(&mut self, _now: Instant, packet: &[u8]) -> Option<usize> {
+        self.classify(packet)
+    }
+
+    fn on_push(&mut self, now: Instant, bytes: usize, queue_bytes: usize, outcome: PushOutcome) {
+        self.report(self.clock.sim_time(now), bytes, queue_bytes, outcome);
+    }
+}
+
+/// The aggregate controller of a middlebox port and its report queue: the
+/// port's [`InterfaceHook`].
 #[derive(Debug)]
 pub struct MiddleboxHook {
     controller: Box<dyn AggregateController>,
     reports: Arc<Mutex<FeedbackQueue>>,
     next_tick: SimTime,
+    clock: Clock,
 }
 
 impl MiddleboxHook {
@@ -605,11 +620,11 @@ impl MiddleboxHook {
 
     /// Feeds the controller every report due at `now` (at its own delivery
     /// time) and sets the port's capacity to the aggregate's rate.
-    pub fn run(&mut self, now: SimTime, clock: Clock, port: &mut Port) {
+    pub fn run(&mut self, now: SimTime, port: &mut Port) {
         if now < self.next_tick {
             return;
         }
-        let t = clock.instant(now);
+        let t = self.clock.instant(now);
         if let Ok(mut q) = self.reports.lock() {
             while let Some((at, fb)) = q.pop_due(t) {
                 self.controller.on_feedback(at, &fb);
@@ -627,6 +642,20 @@ impl MiddleboxHook {
     /// The controller's name.
     pub fn name(&self) -> &'static str {
         self.controller.name()
+    }
+}
+
+impl InterfaceHook for MiddleboxHook {
+    fn on_timeout(&mut self, now: Instant, port: &mut Port) {
+        self.run(self.clock.sim_time(now), port);
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        Some(self.clock.instant(self.next_tick))
+    }
+
+    fn moves_capacity(&self) -> bool {
+        true
     }
 }
 
@@ -683,6 +712,7 @@ pub fn install<H: Node<Shared = World>>(
             controller: Box::new(MulTcp::new(cfg)),
             reports,
             next_tick: 0,
+            clock,
         };
         let missing = || ScenarioError::Invalid("dcc: topology not built as expected".into());
         let (agg_node, agg_iface) = {
@@ -694,13 +724,13 @@ pub fn install<H: Node<Shared = World>>(
             if mid_rev { h.rev } else { h.fwd }
         };
         net.router_mut(agg_node)
-            .and_then(|r| r.port_mut(agg_iface))
             .ok_or_else(missing)?
-            .middlebox = Some(Box::new(hook));
+            .set_hook(agg_iface, Box::new(hook))
+            .map_err(|_| missing())?;
         net.router_mut(mid_node)
-            .and_then(|r| r.port_mut(mid_iface))
             .ok_or_else(missing)?
-            .tap = Some(Box::new(tap));
+            .set_hook(mid_iface, Box::new(tap))
+            .map_err(|_| missing())?;
         net.engine.rearm_node(agg_node);
     }
     Ok(())

@@ -7,7 +7,8 @@
 //! * [`engine`]: integer-nanosecond time, `(time, seq)` ordering, links
 //!   with rate, delay and an in-flight FIFO (one heap entry per link head),
 //!   node timers with lazy cancellation, a buffer pool.
-//! * [`router`]: router nodes wrapping `ka_router::Port`s, static routing.
+//! * [`router`]: router nodes running `ka_router::Router` (the composition
+//!   the `ka-router` binary runs), static routing by host.
 //! * [`scenario`] / [`net`]: TOML scenarios — dumbbell, KA router in front
 //!   of a legacy bottleneck (paper Fig. 6), parking lot, any line of hops,
 //!   per-flow RTTs — and the network built from them.

@@ -170,16 +170,19 @@ where
         for i in 0..net.hops.len() {
             let (node, iface) = net.hops[i].fwd;
             let port_kind = net.hops[i].port;
-            let Some(slot) = net.router_mut(node).and_then(|r| r.port_mut(iface)) else {
+            let Some(router) = net.router_mut(node) else {
                 continue;
             };
             // A middlebox's capacity moves: utilisation is of the current C.
-            let capacity_bps = slot.port.config().capacity_bps;
-            let moving = slot.middlebox.is_some();
-            slot.port.handle_timeout(clock.instant(next));
-            let q = slot.take_queue_max();
-            let snap = slot.snapshot();
-            let soj = *slot.port.sojourn();
+            let moving = router.moves_capacity(iface);
+            let Some(port) = router.port_mut(iface) else {
+                continue;
+            };
+            let capacity_bps = port.config().capacity_bps;
+            port.handle_timeout(clock.instant(next));
+            let snap = port.snapshot();
+            let soj = *port.sojourn();
+            let q = router.take_queue_max(iface).unwrap_or(0);
             net.engine.rearm_node(node);
             let out = snap.counters.bytes_out;
             // Pieces are counted whole when they leave (after the hop's
@@ -267,7 +270,7 @@ where
     let mut unroutable = 0;
     for &r in &net.routers {
         if let Some(r) = net.router(r) {
-            unroutable += r.unroutable;
+            unroutable += r.unroutable();
         }
     }
     let hops = net
@@ -282,8 +285,8 @@ where
                     .unwrap_or_default()
             };
             let fwd_port = net.router(h.fwd.0).and_then(|r| r.port(h.fwd.1));
-            let sojourn = fwd_port.map(|p| *p.port.sojourn()).unwrap_or_default();
-            let qdisc = fwd_port.map_or("droptail", |p| p.port.queue_discipline().name());
+            let sojourn = fwd_port.map(|p| *p.sojourn()).unwrap_or_default();
+            let qdisc = fwd_port.map_or("droptail", |p| p.queue_discipline().name());
             HopResult {
                 name: h.name.clone(),
                 capacity_bps: h.capacity_bps,

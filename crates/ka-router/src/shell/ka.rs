@@ -1,133 +1,119 @@
-//! The KA core's two ports as a [`Forwarder`].
+//! The KA core as a [`Forwarder`]: a [`Router`] with two interfaces.
 
 use std::time::Instant;
 
 use super::forwarder::Forwarder;
 use super::stats::{CoreStats, Direction};
-use crate::rwm::{Rwm, RwmStats, Side};
+use crate::router::{Router, Routes};
+use crate::rwm::{Rwm, RwmStats};
 use crate::{Mode, Port, PortConfig};
 
-/// The router proper: one [`Port`] per direction (forward = in → out),
-/// optionally with receive-window modulation in front of both.
+/// Interface 0: the `--in` device (where the senders are, by convention);
+/// its port shapes [`Direction::Reverse`].
+const IN: usize = 0;
+/// Interface 1: the `--out` device; its port shapes [`Direction::Forward`].
+const OUT: usize = 1;
+
+/// The interface packets of `dir` leave by.
+fn egress(dir: Direction) -> usize {
+    match dir {
+        Direction::Forward => OUT,
+        Direction::Reverse => IN,
+    }
+}
+
+/// The interface packets of `dir` are read on.
+fn ingress(dir: Direction) -> usize {
+    match dir {
+        Direction::Forward => IN,
+        Direction::Reverse => OUT,
+    }
+}
+
+/// The router proper: a [`Router`] with two interfaces, the `--in` device
+/// (0) and the `--out` device (1), each with its [`Port`], crossover
+/// routing ([`Routes::Crossover`]: a packet read on one leaves by the
+/// other), and optionally receive-window modulation in front of both. The
+/// forward port (in → out) is interface 1's, the reverse port interface
+/// 0's. The reverse path, RWM and the order of the stages are the
+/// [`Router`]'s, exactly as in the simulator ([`crate::router`]).
 #[derive(Debug)]
 pub struct KaPorts {
-    forward: Port,
-    reverse: Port,
+    router: Router,
     capacity_bps: [f64; 2],
-    rwm: Option<Rwm>,
 }
 
 impl KaPorts {
     /// Both ports, created at `now`.
     pub fn new(forward: PortConfig, reverse: PortConfig, now: Instant) -> Self {
+        let mut router = Router::new(Routes::Crossover);
+        let rev = router.add_port(Port::new(reverse, now));
+        let fwd = router.add_port(Port::new(forward, now));
+        debug_assert_eq!((rev, fwd), (IN, OUT));
         Self {
             capacity_bps: [forward.capacity_bps as f64, reverse.capacity_bps as f64],
-            forward: Port::new(forward, now),
-            reverse: Port::new(reverse, now),
-            rwm: None,
+            router,
         }
     }
 
-    /// Puts `rwm` in front of both ports: every packet goes through
-    /// [`Rwm::process`] before its port's `push` (DESIGN §8.5).
+    /// Puts `rwm` in front of both ports (DESIGN §8.5): packets leaving by
+    /// the `--in` device travel [`Side::Reverse`](crate::rwm::Side).
     pub fn with_rwm(mut self, rwm: Rwm) -> Self {
-        self.rwm = Some(rwm);
+        self.router.set_rwm(rwm, [IN]);
         self
     }
 
     /// The port of one direction.
-    pub fn port(&self, dir: Direction) -> &Port {
-        match dir {
-            Direction::Forward => &self.forward,
-            Direction::Reverse => &self.reverse,
-        }
+    pub fn port(&self, dir: Direction) -> Option<&Port> {
+        self.router.port(egress(dir))
     }
 
-    fn port_mut(&mut self, dir: Direction) -> &mut Port {
-        match dir {
-            Direction::Forward => &mut self.forward,
-            Direction::Reverse => &mut self.reverse,
-        }
-    }
-}
-
-fn side(dir: Direction) -> Side {
-    match dir {
-        Direction::Forward => Side::Forward,
-        Direction::Reverse => Side::Reverse,
-    }
-}
-
-impl KaPorts {
-    /// The other direction's port sees `packet` as it leaves the router, so
-    /// its controller may lower the rate echo the packet carries (the
-    /// `echo` controller, [`Port::on_reverse`]). On the way out, after this
-    /// direction's queue and `--delay`: the router's emulated path lies
-    /// between its two interfaces, so a packet leaving towards the senders
-    /// is next to them, and a rate written now acts at once.
-    fn reverse_hook(&mut self, dir: Direction, now: Instant, packet: &mut [u8]) {
-        let other = match dir {
-            Direction::Forward => &mut self.reverse,
-            Direction::Reverse => &mut self.forward,
-        };
-        if other.wants_reverse() {
-            other.on_reverse(now, packet);
-        }
+    /// The router.
+    pub fn router(&self) -> &Router {
+        &self.router
     }
 }
 
 impl Forwarder for KaPorts {
-    fn push(&mut self, dir: Direction, now: Instant, mut packet: Vec<u8>) {
-        if let Some(rwm) = &mut self.rwm {
-            rwm.process(now, side(dir), &mut packet);
-        }
-        // Drops are counted by the port; nothing else to do with the outcome.
-        let _ = self.port_mut(dir).push(now, packet);
+    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+        // Crossover routing always finds a route; drops are counted by the
+        // ports.
+        let _ = self.router.handle_packet(now, ingress(dir), packet);
     }
 
-    /// RWM sees the whole batch first ([`Rwm::process_batch`]: its table
-    /// lookups overlap), then each packet goes into its port, in order —
-    /// the same result as `push` one by one (RWM never looks at a port).
+    /// [`Router::handle_batch`]: RWM sees the whole batch first (its table
+    /// lookups overlap), with the same result as `push` one by one.
     fn push_batch(&mut self, batch: &mut Vec<(Direction, Vec<u8>, Instant)>) {
-        if let Some(rwm) = &mut self.rwm {
-            rwm.process_batch(
-                batch
-                    .iter_mut()
-                    .map(|(dir, p, now)| (*now, side(*dir), p.as_mut_slice())),
-            );
-        }
-        for (dir, packet, now) in batch.drain(..) {
-            let _ = self.port_mut(dir).push(now, packet);
-        }
+        self.router.handle_batch(
+            batch
+                .drain(..)
+                .map(|(dir, packet, now)| (now, ingress(dir), packet)),
+        );
     }
 
     fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
-        let mut p = self.port_mut(dir).poll_transmit(now)?;
-        self.reverse_hook(dir, now, &mut p);
-        Some(p)
+        self.router.poll_transmit_on(egress(dir), now)
     }
 
+    /// [`Router::poll_timeout`]: the next departure (or a lower bound of
+    /// it); dequeues before it need no wake-up.
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.forward.poll_timeout(), self.reverse.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.router.poll_timeout()
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        self.forward.handle_timeout(now);
-        self.reverse.handle_timeout(now);
-        if let Some(rwm) = &mut self.rwm {
-            rwm.handle_timeout(now);
-        }
+        self.router.handle_timeout(now);
     }
 
     fn rwm_stats(&self) -> Option<RwmStats> {
-        self.rwm.as_ref().map(Rwm::stats)
+        self.router.rwm_stats()
     }
 
     fn stats(&self, dir: Direction) -> CoreStats {
-        let s = self.port(dir).snapshot();
+        let Some(port) = self.port(dir) else {
+            return CoreStats::default();
+        };
+        let s = port.snapshot();
         let c = &s.counters;
         CoreStats {
             capacity_bps: self.capacity_bps.get(dir.index()).copied().unwrap_or(0.0),
@@ -136,16 +122,12 @@ impl Forwarder for KaPorts {
             queue_packets: s.queue_packets as u64,
             queue_bytes: s.queue_bytes as u64,
             rtt: s.rtt,
-            qdisc: self.port(dir).queue_discipline().name(),
+            qdisc: port.queue_discipline().name(),
             drops_queue: c.drops_queue,
             drops_aqm: c.drops_aqm,
             ecn_marks: c.ecn_marks,
-            active_flows: self
-                .port(dir)
-                .queue_discipline()
-                .active_flows()
-                .map(|n| n as u64),
-            sojourn: *self.port(dir).sojourn(),
+            active_flows: port.queue_discipline().active_flows().map(|n| n as u64),
+            sojourn: *port.sojourn(),
             drops_ttl: c.drops_ttl,
             drops_malformed: c.drops_malformed,
             non_ip: c.non_ip,
