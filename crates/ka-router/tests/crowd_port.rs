@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use common::crowd::{self, Carrier, D, MS, START, converged, data};
 use ka_codec::rcp_option;
 use ka_codec::scale::Scale;
-use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_router::{ControllerKind, CrowdConfig};
 
 struct Flow {
@@ -47,11 +46,7 @@ struct Run {
 /// The rate a piece leaving the port carries to its sender, and the
 /// sender's port number.
 fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, f64)> {
-    let p = Ipv4Packet::new_checked(piece).ok()?;
-    if p.frag_offset() != 0 {
-        return None;
-    }
-    let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
+    let (p, sport) = crowd::leading_piece(piece)?;
     match carrier {
         Carrier::Native => {
             let (_, o) = rcp_option::find_in(p.options()).ok()??;

@@ -120,11 +120,7 @@ fn echoed(p: &[u8]) -> Option<f64> {
 
 /// The signal a piece leaving the port carries, and its sender's port.
 fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, Signal)> {
-    let p = Ipv4Packet::new_checked(piece).ok()?;
-    if p.frag_offset() != 0 {
-        return None;
-    }
-    let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
+    let (p, sport) = crowd::leading_piece(piece)?;
     match carrier {
         Carrier::Native => {
             let (_, o) = rcp_option::find_in(p.options()).ok()??;

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ka_codec::rcp_option::RcpOption;
+use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_router::{ControllerKind, Port, PortConfig, Signalling};
 
 /// The bottleneck: 150 Mbit/s.
@@ -101,6 +102,17 @@ pub fn pace(
         port.push(at, data(carrier, sport, false));
         *next_send += (PKT as f64 / rate * 1e6) as u64;
     }
+}
+
+/// A piece leaving the port that may carry a signal to its sender (not a
+/// later fragment), and the sender's port.
+pub fn leading_piece(piece: &[u8]) -> Option<(Ipv4Packet<&[u8]>, u16)> {
+    let p = Ipv4Packet::new_checked(piece).ok()?;
+    if p.frag_offset() != 0 {
+        return None;
+    }
+    let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
+    Some((p, sport))
 }
 
 /// The control: the paper's RCP in the same 64-flow crowd fills the
