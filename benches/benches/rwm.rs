@@ -34,8 +34,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
-use ka_codec::wire::checksum::pseudo_v4;
-use ka_codec::wire::ipv4::Ipv4Repr;
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::tcp::{ACK, SYN, TcpOptions, TcpRepr};
 use ka_router::rwm::{BATCH, Rwm, RwmConfig, Side};
 use ka_router::{Port, PortConfig, Signalling};
@@ -78,26 +77,14 @@ fn segment(
         urgent: 0,
         options,
     };
-    let tlen = tcp.header_len() + payload;
-    let mut p = vec![0u8; 20 + tlen];
-    Ipv4Repr {
-        src,
-        dst,
-        protocol: 6,
-        ttl: 64,
-        ident: 0,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: 0,
-        payload_len: tlen,
-    }
-    .emit(&mut p)
-    .expect("header fits");
     let data: Vec<u8> = (0..payload).map(|i| (i * 7) as u8).collect();
-    tcp.emit(&mut p[20..], &data, pseudo_v4(src, dst, 6, tlen as u32))
-        .expect("segment fits");
-    p
+    TcpSegment {
+        dont_frag: true,
+        payload: &data,
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+    }
+    .to_vec()
+    .expect("segment fits")
 }
 
 /// Client `i` (10.1.x.y:port) of server 10.0.0.1:443.

@@ -19,21 +19,12 @@
 # box the two endpoints, the router and the kernels compete for CPUs.
 # Needs root and python3. Not a test.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/cli.sh"
 BYTES=100M ROUNDS=3 CC=newreno
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --bytes) BYTES="$2"; shift 2 ;;
-        --rounds) ROUNDS="$2"; shift 2 ;;
-        --cc) CC="$2"; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+parse_options "bytes rounds cc" "$@"
 command -v python3 >/dev/null || { echo "run.sh: needs python3 for the kernel-TCP baseline" >&2; exit 1; }
 
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-(cd "$ROOT" && cargo build --release -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint >&2)
+release_build -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint
 # Linux calls NewReno "reno"
 KCC=$CC; [[ "$CC" == newreno ]] && KCC=reno
 export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC

@@ -16,24 +16,12 @@
 # Then examples/rwm/report.py prints Table I and the FCT quartiles.
 # Needs root, python3, ping. Takes about 15 min per round with the defaults.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/cli.sh"
 RATE=100mbit BYTES=100000000 ROUNDS=3 RTTS="20 60 100 140" FLOWS="1 4" OUT=""
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --rate) RATE="$2"; shift 2 ;;
-        --bytes) BYTES="$2"; shift 2 ;;
-        --rounds) ROUNDS="$2"; shift 2 ;;
-        --rtts) RTTS="$2"; shift 2 ;;
-        --flows) FLOWS="$2"; shift 2 ;;
-        --out) OUT="$2"; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+parse_options "rate bytes rounds rtts flows out" "$@"
 DIR="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$DIR/../.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 OUT="${OUT:-$(mktemp -t ka-rwm.XXXXXX.txt)}"
-(cd "$ROOT" && cargo build --release -p ka-router --bin ka-router >&2)
+release_build -p ka-router --bin ka-router
 # Queue: 50 ms at RATE, in 1500-byte packets.
 BPS=$(python3 -c "
 import re,sys

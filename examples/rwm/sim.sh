@@ -16,28 +16,16 @@
 # delay in each 10 ms bin while all flows run (the simulator has no ICMP).
 # Writes the same result lines as run.sh and prints examples/rwm/report.py.
 set -euo pipefail
-RATE=1000 PKTS=690608 RTTS="20 60 100 140" FLOWS="1 4" OUT="" JOBS=2
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --rate-mbps) RATE="$2"; shift 2 ;;
-        --pkts) PKTS="$2"; shift 2 ;;
-        --rtts) RTTS="$2"; shift 2 ;;
-        --flows) FLOWS="$2"; shift 2 ;;
-        --out) OUT="$2"; shift 2 ;;
-        --jobs) JOBS="$2"; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "sim.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+source "$(dirname "$0")/../../scripts/lib/cli.sh"
+RATE_MBPS=1000 PKTS=690608 RTTS="20 60 100 140" FLOWS="1 4" OUT="" JOBS=2
+parse_options "rate-mbps pkts rtts flows out jobs" "$@"
 DIR="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$DIR/../.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 OUT="${OUT:-$(mktemp -t ka-rwm-sim.XXXXXX.txt)}"
 WORK="$(mktemp -d -t ka-rwm-sim.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-(cd "$ROOT" && cargo build --release -p ka-sim --bin ka-sim >&2)
-QUEUE=$(( RATE * 1000000 / 8 / 20 / 1500 ))
-export SIM="$TARGET/release/ka-sim" WORK RATE PKTS QUEUE
+release_build -p ka-sim --bin ka-sim
+QUEUE=$(( RATE_MBPS * 1000000 / 8 / 20 / 1500 ))
+export SIM="$TARGET/release/ka-sim" WORK RATE_MBPS PKTS QUEUE
 
 one() { # rtt flows variant
     local rtt=$1 flows=$2 variant=$3 rwm=""
@@ -49,7 +37,7 @@ one() { # rtt flows variant
     local d="$WORK/$rtt-$flows-$variant"
     mkdir -p "$d"
     # Long enough for the slowest case; flows end on their own.
-    local dur=$(( 20 + PKTS * 1500 * 8 * flows * 3 / (RATE * 1000000) ))
+    local dur=$(( 20 + PKTS * 1500 * 8 * flows * 3 / (RATE_MBPS * 1000000) ))
     cat > "$d/scenario.toml" <<EOF
 name = "rwm-$rtt-$flows-$variant"
 variant = "$variant"
@@ -61,7 +49,7 @@ buffer_bytes = 67108864
 
 [topology]
 kind = "dumbbell"
-capacity_mbps = $RATE.0
+capacity_mbps = $RATE_MBPS.0
 rtt_ms = $rtt.0
 queue_pkts = $QUEUE
 port = "droptail"

@@ -33,8 +33,8 @@
 #
 # Needs root, /dev/net/tun and iproute2.
 set -euo pipefail
-
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+source "$(dirname "$0")/../../scripts/lib/cli.sh"
+source "$ROOT/scripts/lib/netns.sh"
 
 RATE=100mbit REVERSE_RATE="" DELAY=0 QUEUE=1000 PCAP="" METRICS="" NAME="kt$$" ROUTER=""
 ROUTER_ARGS=()
@@ -61,12 +61,11 @@ CMD=("$@")
 [[ -e /dev/net/tun ]] || { echo "testbed.sh: /dev/net/tun is missing" >&2; exit 1; }
 [[ ${#NAME} -le 10 ]] || { echo "testbed.sh: --name must be at most 10 characters" >&2; exit 2; }
 
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 if [[ -z "$ROUTER" ]]; then
-    ROUTER="${CARGO_TARGET_DIR:-$ROOT/target}/release/ka-router"
+    ROUTER="$TARGET/release/ka-router"
     if [[ ! -x "$ROUTER" ]]; then
         echo "testbed.sh: building ka-router (release)…" >&2
-        (cd "$ROOT" && cargo build --release -p ka-router --bin ka-router >&2)
+        release_build -p ka-router --bin ka-router
     fi
 fi
 
@@ -79,10 +78,7 @@ cleanup() {
     local status=$?
     trap - EXIT INT TERM
     if [[ -n "$ROUTER_PID" ]] && kill -0 "$ROUTER_PID" 2>/dev/null; then
-        kill -TERM "$ROUTER_PID" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$ROUTER_PID" 2>/dev/null || break; sleep 0.05; done
-        kill -KILL "$ROUTER_PID" 2>/dev/null || true
-        wait "$ROUTER_PID" 2>/dev/null || true
+        stop_pid "$ROUTER_PID"
         echo "--- router output ---" >&2
         grep -E '^(forward|reverse|pacing|pcap)' "$LOG" >&2 || tail -n 5 "$LOG" >&2
     fi
@@ -90,15 +86,15 @@ cleanup() {
     for ns_dev in "$NS_A:$DEV_A" "$NS_B:$DEV_B"; do
         ip -n "${ns_dev%%:*}" link del "${ns_dev##*:}" 2>/dev/null || true
         ip link del "${ns_dev##*:}" 2>/dev/null || true
-        ip netns del "${ns_dev%%:*}" 2>/dev/null || true
     done
+    netns_del "$NS_A" "$NS_B"
     exit "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for ns in "$NS_A" "$NS_B"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+netns_add "$NS_A" "$NS_B"
 for dev in "$DEV_A" "$DEV_B"; do ip tuntap add dev "$dev" mode tun; done
 
 args=(--in "$DEV_A" --out "$DEV_B" --rate "$RATE" --delay "$DELAY" --queue "$QUEUE")

@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use ka_codec::wire::checksum;
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::ecn::Ecn;
-use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::tcp::{ACK, CWR, ECE, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_endpoint::{
     CcAlgorithm, ConnHandle, EcnMode, Event, LeftBy, Mode, ModeReason, Stack, TcpConfig,
@@ -183,26 +183,13 @@ fn synack_for(syn: &[u8], flags: u8) -> Vec<u8> {
             ..TcpOptions::default()
         },
     };
-    let (src, dst) = (ip.dst_addr(), ip.src_addr());
-    let hl = repr.header_len();
-    let mut pkt = vec![0u8; 20 + hl];
-    let pseudo = checksum::pseudo_v4(src, dst, 6, hl as u32);
-    repr.emit(&mut pkt[20..], &[], pseudo).unwrap();
-    Ipv4Repr {
-        src,
-        dst,
-        protocol: 6,
-        ttl: 64,
+    TcpSegment {
         ident: 1,
         dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: 0,
-        payload_len: hl,
+        ..TcpSegment::new(Addrs::V4(ip.dst_addr(), ip.src_addr()), repr)
     }
-    .emit(&mut pkt)
-    .unwrap();
-    pkt
+    .to_vec()
+    .unwrap()
 }
 
 /// The SYN-ACK decides: ECE alone is ECN-setup; ECE with CWR (a peer or

@@ -11,9 +11,10 @@ mod netns_common;
 use ka_io::host::StealMeter;
 use std::time::Duration;
 
-use netns_common::{Proc, Side, endpoint_addr, endpoint_testbed, payload, serial, sha256_hex};
-
-const PORT: u16 = 5001;
+use netns_common::{
+    PORT, Proc, Side, endpoint_addr, endpoint_receiver, endpoint_sends_file_to_kernel,
+    endpoint_testbed, serial, sha256_hex,
+};
 const BYTES: usize = 20_000_000;
 
 /// The counter after `label` on the router's final `forward` line.
@@ -40,25 +41,7 @@ fn endpoint_sends_to_kernel_tcp() {
     let Some(tb) = endpoint_testbed("endpoint_sends_to_kernel_tcp", &["--rate", "100mbit"]) else {
         return;
     };
-    let data = payload(BYTES);
-    let file = tb.path("payload.bin");
-    std::fs::write(&file, &data).expect("writing the payload");
-    let to = format!("{}:{PORT}", tb.addr(Side::B));
-    let mut recv = Proc::role(&tb, Side::B, "recv", &[("listen", to.clone())]);
-    recv.stdout_line(Duration::from_secs(20), |l| l.contains("LISTENING"));
-    let mut send = Proc::endpoint_json(
-        &tb,
-        Side::A,
-        "send",
-        &["--to", &to, "--file", file.to_str().expect("utf-8 path")],
-    );
-    let r = recv.result(Duration::from_secs(60));
-    assert_eq!(r.get("bytes"), BYTES.to_string(), "receiver byte count");
-    assert_eq!(
-        r.get("sha256"),
-        sha256_hex(&data),
-        "payload corrupted on the way"
-    );
+    let (r, mut send) = endpoint_sends_file_to_kernel(&tb, BYTES, &[]);
     assert!(
         r.get("peer")
             .starts_with(&endpoint_addr(Side::A).to_string()),
@@ -146,9 +129,7 @@ fn ka_to_ka_through_ka_router() {
     ) else {
         return;
     };
-    let mut recv = Proc::endpoint_json(&tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
-    recv.wait_stderr("listening on", Duration::from_secs(20));
-    let to = format!("{}:{PORT}", endpoint_addr(Side::B));
+    let (mut recv, to) = endpoint_receiver(&tb);
     let send = |bytes: &str| {
         let mut p = Proc::endpoint_json(&tb, Side::A, "send", &["--to", &to, "--bytes", bytes]);
         let j = p.json(Duration::from_secs(60));
@@ -261,9 +242,7 @@ fn ka_to_ka_through_the_echo_controller() {
     ) else {
         return;
     };
-    let mut recv = Proc::endpoint_json(&tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
-    recv.wait_stderr("listening on", Duration::from_secs(20));
-    let to = format!("{}:{PORT}", endpoint_addr(Side::B));
+    let (mut recv, to) = endpoint_receiver(&tb);
     let mut p = Proc::endpoint_json(&tb, Side::A, "send", &["--to", &to, "--bytes", "10M"]);
     let j = p.json(Duration::from_secs(60));
     let st = p.wait_exit(Duration::from_secs(15));

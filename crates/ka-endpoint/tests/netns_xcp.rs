@@ -10,9 +10,7 @@ mod netns_common;
 
 use std::time::Duration;
 
-use netns_common::{Proc, Side, endpoint_addr, payload, serial, sha256_hex};
-
-const PORT: u16 = 5001;
+use netns_common::{Proc, Side, serial};
 
 #[test]
 fn netns_role_helper() {
@@ -32,28 +30,7 @@ fn xcp_sender_falls_back_against_kernel_tcp() {
         return;
     };
     const BYTES: usize = 5_000_000;
-    let data = payload(BYTES);
-    let file = tb.path("payload.bin");
-    std::fs::write(&file, &data).expect("writing the payload");
-    let to = format!("{}:{PORT}", tb.addr(Side::B));
-    let mut recv = Proc::role(&tb, Side::B, "recv", &[("listen", to.clone())]);
-    recv.stdout_line(Duration::from_secs(20), |l| l.contains("LISTENING"));
-    let mut send = Proc::endpoint_json(
-        &tb,
-        Side::A,
-        "send",
-        &[
-            "--to",
-            &to,
-            "--file",
-            file.to_str().expect("utf-8 path"),
-            "--cc",
-            "xcp",
-        ],
-    );
-    let r = recv.result(Duration::from_secs(60));
-    assert_eq!(r.get("bytes"), BYTES.to_string(), "receiver byte count");
-    assert_eq!(r.get("sha256"), sha256_hex(&data), "payload corrupted");
+    let (_, mut send) = netns_common::endpoint_sends_file_to_kernel(&tb, BYTES, &["--cc", "xcp"]);
     let j = send.json(Duration::from_secs(20));
     assert_eq!(j["bytes"], BYTES as u64, "{j}");
     assert_eq!(
@@ -78,9 +55,7 @@ fn xcp_between_two_endpoints() {
     ) else {
         return;
     };
-    let mut recv = Proc::endpoint_json(&tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
-    recv.wait_stderr("listening on", Duration::from_secs(20));
-    let to = format!("{}:{PORT}", endpoint_addr(Side::B));
+    let (mut recv, to) = netns_common::endpoint_receiver(&tb);
     for cc in ["xcp", "xcp-rate"] {
         let mut send = Proc::endpoint_json(
             &tb,

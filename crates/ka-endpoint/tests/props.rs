@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use ka_codec::wire::checksum::pseudo_v4;
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::ipv4::Ipv4Repr;
 use ka_codec::wire::tcp::TcpRepr;
 use ka_endpoint::{ReassemblyConfig, Stack, StackConfig};
@@ -69,11 +69,9 @@ fn segment(
     opts: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    // raw options (padded to 4) are placed by hand so malformed ones reach the parser
+    // raw options (cut to a multiple of 4) so malformed ones reach the parser
     let olen = opts.len().min(40) / 4 * 4;
-    let hl = 20 + olen;
-    let mut seg = vec![0u8; hl + payload.len()];
-    let repr = TcpRepr {
+    let tcp = TcpRepr {
         src_port: sport,
         dst_port: dport,
         seq,
@@ -83,15 +81,14 @@ fn segment(
         urgent: 0,
         options: Default::default(),
     };
-    repr.emit(&mut seg[..20], &[], 0).unwrap();
-    seg[12] = ((hl / 4) as u8) << 4;
-    seg[20..hl].copy_from_slice(&opts[..olen]);
-    seg[hl..].copy_from_slice(payload);
-    let src = [10, 0, 0, 1];
-    let dst = [10, 0, 0, 2];
-    let mut pkt = ka_codec::wire::tcp::TcpPacket::new_unchecked(&mut seg[..]);
-    pkt.fill_checksum(pseudo_v4(src, dst, 6, (hl + payload.len()) as u32));
-    ipv4(src, dst, 7, false, 0, 6, &seg)
+    TcpSegment {
+        ident: 7,
+        raw_tcp_options: &opts[..olen],
+        payload,
+        ..TcpSegment::new(Addrs::V4([10, 0, 0, 1], [10, 0, 0, 2]), tcp)
+    }
+    .to_vec()
+    .unwrap()
 }
 
 proptest! {

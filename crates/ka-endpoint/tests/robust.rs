@@ -2,8 +2,8 @@
 mod common;
 
 use common::*;
-use ka_codec::wire::checksum::pseudo_v4;
-use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use ka_codec::wire::build::{Addrs, TcpSegment};
+use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::tcp::{ACK, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_endpoint::{CloseReason, Event, State};
 use std::time::Duration;
@@ -149,31 +149,13 @@ fn forge(
         urgent: 0,
         options: TcpOptions::default(),
     };
-    let tcp_len = repr.header_len() + payload.len();
-    let mut pkt = vec![0u8; 20 + tcp_len];
-    let src = [10, 0, 0, 1];
-    let dst = [10, 0, 0, 2];
-    repr.emit(
-        &mut pkt[20..],
-        payload,
-        pseudo_v4(src, dst, 6, tcp_len as u32),
-    )
-    .unwrap();
-    Ipv4Repr {
-        src,
-        dst,
-        protocol: 6,
-        ttl: 64,
+    TcpSegment {
         ident: 1,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: 0,
-        payload_len: tcp_len,
+        payload,
+        ..TcpSegment::new(Addrs::V4([10, 0, 0, 1], [10, 0, 0, 2]), repr)
     }
-    .emit(&mut pkt)
-    .unwrap();
-    pkt
+    .to_vec()
+    .unwrap()
 }
 
 /// What B sends right now (parsed TCP headers).

@@ -22,11 +22,10 @@ mod common;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use common::crowd::{C_BPS, Carrier, D, MS, PKT, START, STEP, converged, data};
+use common::crowd::{self, Carrier, D, MS, START, converged, data};
 use ka_codec::rcp_option;
 use ka_codec::scale::Scale;
-use ka_codec::wire::ipv4::Ipv4Packet;
-use ka_router::{ControllerKind, CrowdConfig, Port, PortConfig, Signalling};
+use ka_router::{ControllerKind, CrowdConfig};
 
 struct Flow {
     start: u64,
@@ -47,11 +46,7 @@ struct Run {
 /// The rate a piece leaving the port carries to its sender, and the
 /// sender's port number.
 fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, f64)> {
-    let p = Ipv4Packet::new_checked(piece).ok()?;
-    if p.frag_offset() != 0 {
-        return None;
-    }
-    let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
+    let (p, sport) = crowd::leading_piece(piece)?;
     match carrier {
         Carrier::Native => {
             let (_, o) = rcp_option::find_in(p.options()).ok()??;
@@ -66,18 +61,11 @@ fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, f64)> {
 
 fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> Run {
     let t0 = Instant::now();
-    let mut cfg = PortConfig::new(C_BPS);
-    cfg.signalling = match carrier {
-        Carrier::Ka => Signalling::Ka,
-        Carrier::Native => Signalling::NativeRcp,
-    };
-    cfg.controller = controller;
-    let mut port = Port::new(cfg, t0);
+    let mut port = crowd::port(carrier, controller, t0);
     let at = |ns: u64| t0 + Duration::from_nanos(ns);
-    let spread = if n > 1 { 10 * MS / (n as u64 - 1) } else { 0 };
     let mut flows: Vec<Flow> = (0..n)
         .map(|i| Flow {
-            start: START + i as u64 * spread,
+            start: crowd::start(i, n),
             rate: None,
             next_send: u64::MAX,
             syn_sent: false,
@@ -92,7 +80,7 @@ fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> Run 
     };
     let mut t = 0;
     while t < end {
-        t += if t < START - 10 * MS { MS } else { STEP };
+        t = crowd::tick(t);
         while echoes.front().is_some_and(|e| e.0 <= t) {
             let Some((_, i, r)) = echoes.pop_front() else {
                 break;
@@ -115,10 +103,7 @@ fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> Run 
                 port.push(at(t), data(carrier, sport, false));
             }
             if let Some(r) = f.rate {
-                while f.next_send <= t {
-                    port.push(at(f.next_send.max(t - STEP)), data(carrier, sport, false));
-                    f.next_send += (PKT as f64 / r * 1e6) as u64;
-                }
+                crowd::pace(&mut port, t0, t, carrier, sport, r, &mut f.next_send);
             }
         }
         port.handle_timeout(at(t));
@@ -176,12 +161,7 @@ fn a_crowd_of_64_keeps_the_queue_short_where_rcp_overflows() {
     let end = START + 10 * MS + 4 * D;
     for carrier in [Carrier::Ka, Carrier::Native] {
         let rcp = run(carrier, ControllerKind::Rcp, 64, end);
-        assert!(
-            rcp.drops > 0 && rcp.queue_max == 1000,
-            "{carrier:?}: RCP's queue {} drops {}",
-            rcp.queue_max,
-            rcp.drops
-        );
+        crowd::assert_rcp_overflows(carrier, rcp.queue_max, rcp.drops);
         let c = run(carrier, crowd(), 64, end);
         assert_eq!(c.drops, 0, "{carrier:?}");
         // KA: all 64 are announced by their SYNs before the first grant.

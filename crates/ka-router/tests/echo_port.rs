@@ -23,13 +23,15 @@ mod common;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use common::crowd::{C_BPS, Carrier, D, MS, PKT, START, STEP, converged, data, tcp};
+use common::crowd::{self, Carrier, D, MS, START, converged, data};
 use ka_codec::options::{KaRate, RcpEcho};
 use ka_codec::rcp_option;
 use ka_codec::scale::{Code, Scale};
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::checksum;
 use ka_codec::wire::ipv4::Ipv4Packet;
-use ka_router::{ControllerKind, EchoConfig, Port, PortConfig, Signalling};
+use ka_codec::wire::tcp::{ACK, SYN, TcpRepr};
+use ka_router::{ControllerKind, EchoConfig};
 
 struct Flow {
     start: u64,
@@ -79,16 +81,20 @@ fn ack(sport: u16, syn: bool, signal: Option<Signal>, count: u8) -> Vec<u8> {
         }
         None => {}
     }
-    let flags = if syn { 0x12 } else { 0x10 };
-    let mut seg = tcp(5001, sport, flags, &opt, 0);
-    let pseudo = checksum::pseudo_v4([10, 0, 0, 2], [10, 0, 0, 1], 6, seg.len() as u32);
-    let c = checksum::finish(checksum::sum(&seg, pseudo));
-    seg[16..18].copy_from_slice(&c.to_be_bytes());
-    let mut p = common::ipv4(&seg, &[], false, false, 0, sport, 64, 6);
-    p[12..16].copy_from_slice(&[10, 0, 0, 2]);
-    p[16..20].copy_from_slice(&[10, 0, 0, 1]);
-    Ipv4Packet::new_unchecked(&mut p[..]).fill_checksum();
-    p
+    let flags = if syn { SYN | ACK } else { ACK };
+    let header = TcpRepr {
+        src_port: 5001,
+        dst_port: sport,
+        flags,
+        ..TcpRepr::default()
+    };
+    TcpSegment {
+        ident: sport,
+        raw_tcp_options: &opt,
+        ..TcpSegment::new(Addrs::V4([10, 0, 0, 2], [10, 0, 0, 1]), header)
+    }
+    .to_vec()
+    .unwrap()
 }
 
 /// The echo an ACK carries after the router, as a rate (B/ms), checking
@@ -114,11 +120,7 @@ fn echoed(p: &[u8]) -> Option<f64> {
 
 /// The signal a piece leaving the port carries, and its sender's port.
 fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, Signal)> {
-    let p = Ipv4Packet::new_checked(piece).ok()?;
-    if p.frag_offset() != 0 {
-        return None;
-    }
-    let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
+    let (p, sport) = crowd::leading_piece(piece)?;
     match carrier {
         Carrier::Native => {
             let (_, o) = rcp_option::find_in(p.options()).ok()??;
@@ -133,18 +135,11 @@ fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, Signal)> {
 /// `reverse`: whether the ACKs pass the router.
 fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64, reverse: bool) -> Run {
     let t0 = Instant::now();
-    let mut cfg = PortConfig::new(C_BPS);
-    cfg.signalling = match carrier {
-        Carrier::Ka => Signalling::Ka,
-        Carrier::Native => Signalling::NativeRcp,
-    };
-    cfg.controller = controller;
-    let mut port = Port::new(cfg, t0);
+    let mut port = crowd::port(carrier, controller, t0);
     let at = |ns: u64| t0 + Duration::from_nanos(ns);
-    let spread = if n > 1 { 10 * MS / (n as u64 - 1) } else { 0 };
     let mut flows: Vec<Flow> = (0..n)
         .map(|i| Flow {
-            start: START + i as u64 * spread,
+            start: crowd::start(i, n),
             rate: None,
             next_send: u64::MAX,
             syn_sent: false,
@@ -161,7 +156,7 @@ fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64, reverse
     };
     let mut t = 0;
     while t < end {
-        t += if t < START - 10 * MS { MS } else { STEP };
+        t = crowd::tick(t);
         while acks.front().is_some_and(|a| a.0 <= t) {
             let Some((_, i, sig)) = acks.pop_front() else {
                 break;
@@ -200,10 +195,7 @@ fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64, reverse
                 }
             }
             if let Some(r) = f.rate {
-                while f.next_send <= t {
-                    port.push(at(f.next_send.max(t - STEP)), data(carrier, sport, false));
-                    f.next_send += (PKT as f64 / r * 1e6) as u64;
-                }
+                crowd::pace(&mut port, t0, t, carrier, sport, r, &mut f.next_send);
             }
         }
         port.handle_timeout(at(t));
@@ -277,12 +269,7 @@ fn a_crowd_of_64_keeps_the_queue_short_where_rcp_overflows() {
     let end = START + 10 * MS + 4 * D;
     for carrier in [Carrier::Ka, Carrier::Native] {
         let rcp = run(carrier, ControllerKind::Rcp, 64, end, true);
-        assert!(
-            rcp.drops > 0 && rcp.queue_max == 1000,
-            "{carrier:?}: RCP's queue {} drops {}",
-            rcp.queue_max,
-            rcp.drops
-        );
+        crowd::assert_rcp_overflows(carrier, rcp.queue_max, rcp.drops);
         let e = run(carrier, echo(), 64, end, true);
         assert_eq!(e.drops, 0, "{carrier:?}");
         assert!(

@@ -37,6 +37,7 @@
 //! | unknown TCP option (e.g. experimental kind 253: KA, RCP) | skipped | iteration stops (`UnknownId`) | RFC 9293 §3.1: unknown options are ignored |
 //! | known TCP option with a non-standard length | skipped | iteration stops (`UnexpectedSize`) | same |
 
+pub mod build;
 pub mod checksum;
 pub mod ecn;
 pub mod ipv4;

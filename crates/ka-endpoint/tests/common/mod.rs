@@ -648,21 +648,14 @@ impl Net {
     /// Runs for `d` of virtual time, calling `each` after every step.
     pub fn run_for_with(&mut self, d: Duration, mut each: impl FnMut(&mut Net)) {
         let limit = self.now + d;
-        let mut same = 0u32;
-        let mut last = self.now;
+        let mut stall = Stall::new(self.now);
         while self.now < limit {
             let progressed = self.step(limit);
             each(self);
             if !progressed {
                 break;
             }
-            if self.now == last {
-                same += 1;
-                assert!(same < 200_000, "no progress at {:?}", self.elapsed());
-            } else {
-                same = 0;
-                last = self.now;
-            }
+            stall.check(self);
         }
         // flush final output at `limit`
         self.pump_apps();
@@ -678,8 +671,7 @@ impl Net {
     /// Returns whether `cond` held.
     pub fn run_until(&mut self, max: Duration, mut cond: impl FnMut(&mut Net) -> bool) -> bool {
         let limit = self.now + max;
-        let mut same = 0u32;
-        let mut last = self.now;
+        let mut stall = Stall::new(self.now);
         loop {
             if cond(self) {
                 return true;
@@ -691,13 +683,7 @@ impl Net {
             if !progressed && self.now >= limit {
                 return cond(self);
             }
-            if self.now == last {
-                same += 1;
-                assert!(same < 200_000, "no progress at {:?}", self.elapsed());
-            } else {
-                same = 0;
-                last = self.now;
-            }
+            stall.check(self);
         }
     }
 
@@ -726,6 +712,30 @@ pub fn describe(at: Instant, pkt: &[u8], srtt: Option<Duration>) -> Sent {
         ack: tcp.ack(),
         ecn: ka_codec::wire::ecn::ecn(pkt).expect("valid IP"),
         srtt,
+    }
+}
+
+/// The runners' watchdog: virtual time that stands still for 200 000
+/// steps is a livelock in the code under test, not a slow run.
+struct Stall {
+    last: Instant,
+    same: u32,
+}
+
+impl Stall {
+    fn new(now: Instant) -> Stall {
+        Stall { last: now, same: 0 }
+    }
+
+    /// After a step: panics if the net's clock has not moved for too long.
+    fn check(&mut self, net: &Net) {
+        if net.now == self.last {
+            self.same += 1;
+            assert!(self.same < 200_000, "no progress at {:?}", net.elapsed());
+        } else {
+            self.same = 0;
+            self.last = net.now;
+        }
     }
 }
 

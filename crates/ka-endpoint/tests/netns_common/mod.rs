@@ -29,7 +29,7 @@ pub use ka_router::shell::testbed::{Side, Testbed};
 
 #[path = "../../../ka-router/tests/netns_common/harness.rs"]
 pub mod harness;
-pub use harness::{Proc, payload, router_bin, serial, sha256_hex};
+pub use harness::{Proc, RoleResult, payload, router_bin, serial, sha256_hex};
 use harness::{accept_one, drain, finish, role_command, role_param, say};
 
 /// The userspace stack's address behind `side`.
@@ -67,6 +67,45 @@ pub fn endpoint_testbed(test: &str, router_args: &[&str]) -> Option<Testbed> {
             .expect("ip_forward");
     }
     Some(tb)
+}
+
+/// The port the tests' receivers listen on.
+pub const PORT: u16 = 5001;
+
+/// `ka-endpoint recv --listen PORT` behind B, listening, and the address
+/// to send to.
+pub fn endpoint_receiver(tb: &Testbed) -> (Proc, String) {
+    let mut recv = Proc::endpoint_json(tb, Side::B, "recv", &["--listen", &PORT.to_string()]);
+    recv.wait_stderr("listening on", Duration::from_secs(20));
+    (recv, format!("{}:{PORT}", endpoint_addr(Side::B)))
+}
+
+/// `ka-endpoint send` behind A (with `extra` options) of `bytes` bytes of
+/// [`payload`] from a file to a Linux kernel TCP receiver in B: checks
+/// that they arrive byte-exact, and returns the receiver's result and the
+/// sender (for its JSON and exit).
+pub fn endpoint_sends_file_to_kernel(
+    tb: &Testbed,
+    bytes: usize,
+    extra: &[&str],
+) -> (RoleResult, Proc) {
+    let data = payload(bytes);
+    let file = tb.path("payload.bin");
+    std::fs::write(&file, &data).expect("writing the payload");
+    let to = format!("{}:{PORT}", tb.addr(Side::B));
+    let mut recv = Proc::role(tb, Side::B, "recv", &[("listen", to.clone())]);
+    recv.stdout_line(Duration::from_secs(20), |l| l.contains("LISTENING"));
+    let mut args = vec!["--to", &to, "--file", file.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    let send = Proc::endpoint_json(tb, Side::A, "send", &args);
+    let r = recv.result(Duration::from_secs(60));
+    assert_eq!(r.get("bytes"), bytes.to_string(), "receiver byte count");
+    assert_eq!(
+        r.get("sha256"),
+        sha256_hex(&data),
+        "payload corrupted on the way"
+    );
+    (r, send)
 }
 
 impl Proc {

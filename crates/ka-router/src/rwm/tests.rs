@@ -2,8 +2,9 @@
 
 use std::time::{Duration, Instant};
 
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::checksum::{pseudo_v4, pseudo_v6};
-use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::ipv6::Ipv6Packet;
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use proptest::prelude::*;
@@ -93,57 +94,24 @@ impl Conn {
             options,
         };
         let data: Vec<u8> = (0..payload).map(|i| (i * 13) as u8).collect();
-        let tlen = tcp.header_len() + payload;
-        if self.v6 {
-            let ext = if self.ip_opts { 8 } else { 0 };
-            let mut p = vec![0u8; 40 + ext + tlen];
-            {
-                let mut ip = Ipv6Packet::new_unchecked(&mut p[..]);
-                ip.set_version_class_flow(0, 0);
-                ip.set_payload_len((ext + tlen) as u16);
-                ip.set_next_header(if self.ip_opts { 60 } else { 6 });
-                ip.set_hop_limit(64);
-                ip.set_src_addr(src);
-                ip.set_dst_addr(dst);
-            }
-            if self.ip_opts {
-                p[40] = 6; // destination options → TCP, 8 bytes of PadN
-                p[42] = 1;
-                p[43] = 4;
-            }
-            let pseudo = pseudo_v6(src, dst, 6, tlen as u32);
-            tcp.emit(&mut p[40 + ext..], &data, pseudo).unwrap();
-            p
+        // the IP options of `ip_opts`: three NOPs and an EOL (IPv4), an
+        // 8-byte Destination Options header holding one PadN (IPv6)
+        let (addrs, ip_options): (_, &[u8]) = if self.v6 {
+            (Addrs::V6(src, dst), &[1, 4, 0, 0, 0, 0])
         } else {
-            let opts: &[u8] = if self.ip_opts { &[1, 1, 1, 0] } else { &[] };
-            let hl = 20 + opts.len();
-            let mut p = vec![0u8; hl + tlen];
-            let s4: [u8; 4] = src[12..].try_into().unwrap();
-            let d4: [u8; 4] = dst[12..].try_into().unwrap();
-            Ipv4Repr {
-                src: s4,
-                dst: d4,
-                protocol: 6,
-                ttl: 64,
-                ident: 1,
-                dont_frag: true,
-                more_frags: false,
-                frag_offset: 0,
-                dscp_ecn: 0,
-                payload_len: tlen,
-            }
-            .emit(&mut p)
-            .unwrap();
-            if self.ip_opts {
-                p[0] = 0x46;
-                p[2..4].copy_from_slice(&((hl + tlen) as u16).to_be_bytes());
-                p[20..24].copy_from_slice(opts);
-                Ipv4Packet::new_unchecked(&mut p[..]).fill_checksum();
-            }
-            let pseudo = pseudo_v4(s4, d4, 6, tlen as u32);
-            tcp.emit(&mut p[hl..], &data, pseudo).unwrap();
-            p
+            let s4 = src[12..].try_into().unwrap();
+            let d4 = dst[12..].try_into().unwrap();
+            (Addrs::V4(s4, d4), &[1, 1, 1, 0])
+        };
+        TcpSegment {
+            ident: 1,
+            dont_frag: true,
+            ip_options: if self.ip_opts { ip_options } else { &[] },
+            payload: &data,
+            ..TcpSegment::new(addrs, tcp)
         }
+        .to_vec()
+        .unwrap()
     }
 
     /// Runs the handshake through `rwm`: SYN at `t`, SYN-ACK `far` later,

@@ -293,14 +293,15 @@ mod tests {
         assert_eq!(utility_gradient(3.0, 1.0, 3.0, 2.0), None);
         // without congestion the gradient is the slope of x^0.9
         let u = VivaceUtility::default();
-        let g = utility_gradient(
-            10.5,
-            u.utility(10.5, 0.0, 0.0),
-            9.5,
-            u.utility(9.5, 0.0, 0.0),
-        )
-        .unwrap();
+        let g = gradient_around_10(&u, 0.0, 0.0);
         assert!((g - 0.9 * 10f64.powf(-0.1)).abs() < 1e-3, "{g}");
+    }
+
+    /// The utility gradient between 10.5 and 9.5 Mbit/s (no RTT gradient)
+    /// at loss rates `loss_hi` and `loss_lo`.
+    fn gradient_around_10(u: &VivaceUtility, loss_hi: f64, loss_lo: f64) -> f64 {
+        let (hi, lo) = (u.utility(10.5, 0.0, loss_hi), u.utility(9.5, 0.0, loss_lo));
+        utility_gradient(10.5, hi, 9.5, lo).unwrap()
     }
 
     fn trial(rate_mbps: f64, rtt_gradient: f64, lost: f64, accounted: f64) -> TrialStats {
@@ -327,13 +328,7 @@ mod tests {
         assert!(g < -4.0);
         // without pooling, the 5-point difference (sampling noise) would
         // weigh in at more than twice that
-        let raw = utility_gradient(
-            10.5,
-            u.utility(10.5, 0.0, 0.45),
-            9.5,
-            u.utility(9.5, 0.0, 0.40),
-        )
-        .unwrap();
+        let raw = gradient_around_10(&u, 0.45, 0.40);
         assert!((raw - g).abs() > 1.0, "{raw} vs {g}");
         // a significant difference (0 % vs 20 % of 500 packets) is kept
         let hi = trial(10.5, 0.0, 100.0, 500.0);
