@@ -60,15 +60,18 @@ pub(crate) enum Reject {
 /// [`ingress_parsed`] without the layout.
 #[cfg(test)]
 pub(crate) fn ingress(packet: &mut Vec<u8>, decrement_ttl: bool) -> Result<Kind, Reject> {
-    ingress_parsed(packet, decrement_ttl).map(|(kind, _)| kind)
+    ingress_parsed(packet, decrement_ttl, None).map(|(kind, _)| kind)
 }
 
 /// Validates and prepares `packet` in place (see the module docs): the one
 /// parse of the packet ([`Layout::parse`]), whose layout the port hands to
-/// every stage that reads the headers (`None` for non-IP packets).
+/// every stage that reads the headers (`None` for non-IP packets). A
+/// caller that parsed the packet already passes its layout as `parsed`
+/// (one of another IP version is ignored).
 pub(crate) fn ingress_parsed(
     packet: &mut Vec<u8>,
     decrement_ttl: bool,
+    parsed: Option<Layout>,
 ) -> Result<(Kind, Option<Layout>), Reject> {
     if packet.is_empty() || packet.len() > MAX_PACKET_LEN {
         return Err(Reject::Malformed);
@@ -79,7 +82,10 @@ pub(crate) fn ingress_parsed(
     }
     // Rejects exactly what `Ipv4Packet::new_checked` /
     // `Ipv6Packet::new_checked` reject.
-    let layout = Layout::parse(packet).map_err(|_| Reject::Malformed)?;
+    let layout = match parsed {
+        Some(l) if Some(l.version()) == version => l,
+        _ => Layout::parse(packet).map_err(|_| Reject::Malformed)?,
+    };
     let kind = if layout.is_ipv4() {
         let mut p = Ipv4Packet::new_unchecked(packet.as_mut_slice());
         if !p.verify_checksum() {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use ka_codec::Code;
-use ka_codec::wire::{Segment, SegmentMut};
+use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use crate::classify::{self, Kind, Reject};
 use crate::config::{ControllerKind, PortConfig, Signalling};
@@ -195,12 +195,31 @@ impl Port {
     /// is the same allocation). Never panics on any bytes; see the crate docs
     /// for what is dropped and what is forwarded untouched. A queued buffer
     /// whose capacity exceeds `max(2 · len, SHRINK_SLACK)` is shrunk first.
-    pub fn push(&mut self, now: Instant, mut packet: Vec<u8>) -> PushOutcome {
+    pub fn push(&mut self, now: Instant, packet: Vec<u8>) -> PushOutcome {
+        self.push_inner(now, packet, None)
+    }
+
+    /// [`Port::push`] for a packet its caller parsed already: `layout` is
+    /// [`Layout::parse`] of these very bytes (or of bytes whose header
+    /// lengths and offsets have not changed since, e.g. after
+    /// [`Rwm::process_parsed`](crate::Rwm::process_parsed), which rewrites
+    /// only a TCP window). The same as `push`, without parsing again; the
+    /// classifier still checks the IPv4 header checksum and the TTL.
+    pub fn push_parsed(&mut self, now: Instant, packet: Vec<u8>, layout: Layout) -> PushOutcome {
+        self.push_inner(now, packet, Some(layout))
+    }
+
+    fn push_inner(
+        &mut self,
+        now: Instant,
+        mut packet: Vec<u8>,
+        parsed: Option<Layout>,
+    ) -> PushOutcome {
         let t = self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += packet.len() as u64;
-        let (kind, layout) = match classify::ingress_parsed(&mut packet, self.config.decrement_ttl)
-        {
+        let ingress = classify::ingress_parsed(&mut packet, self.config.decrement_ttl, parsed);
+        let (kind, layout) = match ingress {
             Ok(parsed) => parsed,
             Err(Reject::Malformed) => {
                 self.counters.drops_malformed += 1;
