@@ -13,4 +13,6 @@ fuzz_target!(|data: &[u8]| {
     diff::check_ipv6(data);
     diff::check_tcp(data);
     diff::check_tcp_options(data.get(..40).unwrap_or(data));
+    diff::check_option_iter(data.get(..40).unwrap_or(data));
+    diff::check_segment(data);
 });

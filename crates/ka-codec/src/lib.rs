@@ -17,7 +17,9 @@
 //!   (baseline), with the router's [`xcp_option::lower_feedback_in_packet`];
 //!   its TCP options (XCP-Permitted, XCP-Echo) are in [`options`].
 //! * [`units`] — human units for command lines (`100mbit`, `50ms`, `10MiB`).
-//! * [`wire`] — zero-copy IPv4/IPv6/TCP header views.
+//! * [`wire`] — zero-copy IPv4/IPv6/TCP header views, the one-parse
+//!   packet view [`wire::Segment`] (with [`wire::FlowKey`]) and the one
+//!   TCP/IPv4 option walker [`wire::OptionIter`].
 //!
 //! ```
 //! use ka_codec::{Code, RateTable, Rate, rtt};

@@ -9,19 +9,21 @@
 //!
 //! Each router lowers `rate` to its own rate if that is smaller, so the path
 //! minimum arrives. [`find_in`] and [`lower_in_place`] walk a whole IPv4
-//! options area (the bytes between the 20-byte fixed header and `IHL·4`);
-//! after [`lower_in_place`] changed a packet the caller must refresh the IPv4
-//! header checksum. Nothing here panics or loops forever on any input: every
-//! step of the walk advances by at least one byte.
+//! options area (the bytes between the 20-byte fixed header and `IHL·4`)
+//! with the one option walker, [`OptionIter`]; after [`lower_in_place`]
+//! changed a packet the caller must refresh the IPv4 header checksum.
+//! Nothing here panics or loops forever on any input.
 
 use core::fmt;
+
+use crate::wire::opts::{OptionFault, OptionIter};
 
 /// IPv4 option type of the RCP carrier (RFC 4727 experiment, not copied).
 pub const OPTION_TYPE: u8 = 30;
 /// IPv4 "end of option list".
-pub const OPT_EOL: u8 = 0;
+pub const OPT_EOL: u8 = crate::wire::opts::KIND_EOL;
 /// IPv4 "no operation".
-pub const OPT_NOP: u8 = 1;
+pub const OPT_NOP: u8 = crate::wire::opts::KIND_NOP;
 
 /// Why an RCP option or an options area could not be parsed or emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -146,26 +148,24 @@ impl RcpOption {
 /// before an RCP option is found (an option running past the end, a length
 /// byte below 2), or if the RCP option itself is malformed.
 pub fn find_in(options: &[u8]) -> Result<Option<(usize, RcpOption)>, RcpError> {
-    let mut at = 0;
-    while let Some((&ty, rest)) = options.get(at..).and_then(<[u8]>::split_first) {
-        match ty {
-            OPT_EOL => break,
-            OPT_NOP => at += 1,
-            _ => {
-                let &len = rest.first().ok_or(RcpError::Truncated)?;
-                if len < 2 {
-                    return Err(RcpError::BadLength(len));
-                }
-                let end = at + usize::from(len);
-                let opt = options.get(at..end).ok_or(RcpError::Truncated)?;
-                if ty == OPTION_TYPE {
-                    return RcpOption::parse(opt).map(|o| Some((at, o)));
-                }
-                at = end;
-            }
+    for opt in OptionIter::new(options) {
+        let opt = opt?;
+        if opt.kind == OPTION_TYPE {
+            return RcpOption::parse(opt.bytes).map(|o| Some((opt.offset, o)));
         }
     }
     Ok(None)
+}
+
+impl From<OptionFault> for RcpError {
+    /// A walk that stops at a length byte below 2 is [`RcpError::BadLength`];
+    /// one that runs out of bytes is [`RcpError::Truncated`].
+    fn from(f: OptionFault) -> Self {
+        match f {
+            OptionFault::TooShort { len, .. } => RcpError::BadLength(len),
+            OptionFault::NoLength { .. } | OptionFault::PastEnd { .. } => RcpError::Truncated,
+        }
+    }
 }
 
 /// Lowers the rate of the RCP option in `options` to `my_rate_bytes_per_sec`

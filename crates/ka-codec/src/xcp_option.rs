@@ -26,15 +26,18 @@
 //! The option is not copied into fragments (copy flag 0, RFC 791): only an
 //! unfragmented packet or a leading fragment carries it.
 //!
-//! Nothing here panics or loops forever on any input: every step of the
-//! options walk advances by at least one byte.
+//! Options areas are walked by the one option walker,
+//! [`OptionIter`](crate::wire::OptionIter). Nothing here panics or loops
+//! forever on any input.
 
 use core::fmt;
 
-use crate::rcp_option::{OPT_EOL, OPT_NOP};
+use crate::rcp_option::OPT_NOP;
 use crate::wire::WireError;
 use crate::wire::checksum;
 use crate::wire::ipv4::{self, Ipv4Packet};
+use crate::wire::opts::{OptionFault, OptionIter};
+use crate::wire::segment::Segment;
 
 /// IPv4 option type of the XCP carrier (RFC 4727 experiment, not copied).
 pub const OPTION_TYPE: u8 = 94;
@@ -206,26 +209,24 @@ fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, XcpError> {
 /// malformed before an XCP option is found (an option running past the end,
 /// a length byte below 2), or if the XCP option itself is malformed.
 pub fn find_in(options: &[u8]) -> Result<Option<(usize, XcpOption)>, XcpError> {
-    let mut at = 0;
-    while let Some((&ty, rest)) = options.get(at..).and_then(<[u8]>::split_first) {
-        match ty {
-            OPT_EOL => break,
-            OPT_NOP => at += 1,
-            _ => {
-                let &len = rest.first().ok_or(XcpError::Truncated)?;
-                if len < 2 {
-                    return Err(XcpError::BadLength(len));
-                }
-                let end = at + usize::from(len);
-                let opt = options.get(at..end).ok_or(XcpError::Truncated)?;
-                if ty == OPTION_TYPE {
-                    return XcpOption::parse(opt).map(|o| Some((at, o)));
-                }
-                at = end;
-            }
+    for opt in OptionIter::new(options) {
+        let opt = opt?;
+        if opt.kind == OPTION_TYPE {
+            return XcpOption::parse(opt.bytes).map(|o| Some((opt.offset, o)));
         }
     }
     Ok(None)
+}
+
+impl From<OptionFault> for XcpError {
+    /// A walk that stops at a length byte below 2 is [`XcpError::BadLength`];
+    /// one that runs out of bytes is [`XcpError::Truncated`].
+    fn from(f: OptionFault) -> Self {
+        match f {
+            OptionFault::TooShort { len, .. } => XcpError::BadLength(len),
+            OptionFault::NoLength { .. } | OptionFault::PastEnd { .. } => XcpError::Truncated,
+        }
+    }
 }
 
 /// Lowers `H_feedback` of the XCP option in `options` to `feedback_bytes`
@@ -259,6 +260,15 @@ pub fn find_in_packet(packet: &[u8]) -> Result<Option<(usize, XcpOption)>, XcpEr
     Ok(find_in(ip.options())?.map(|(at, o)| (ipv4::MIN_HEADER_LEN + at, o)))
 }
 
+/// [`find_in_packet`] of a packet already parsed: `Ok(None)` for IPv6 and
+/// for fragments with a non-zero offset.
+pub fn find_in_segment(seg: &Segment<'_>) -> Result<Option<(usize, XcpOption)>, XcpError> {
+    if !seg.is_ipv4() || seg.frag_offset() != 0 {
+        return Ok(None);
+    }
+    Ok(find_in(seg.ipv4_options())?.map(|(at, o)| (ipv4::MIN_HEADER_LEN + at, o)))
+}
+
 /// What [`lower_feedback_in_packet`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Lowered {
@@ -282,6 +292,20 @@ pub fn lower_feedback_in_packet(
     feedback_bytes: i32,
 ) -> Result<Lowered, XcpError> {
     let (at, opt) = find_in_packet(packet)?.ok_or(XcpError::NotFound)?;
+    lower_feedback_at(packet, at, opt, feedback_bytes)
+}
+
+/// The second half of [`lower_feedback_in_packet`], for a caller that found
+/// the option already ([`find_in_segment`]): `opt` is the XCP option at
+/// offset `at` of the IPv4 `packet`. Lowers its `H_feedback` to
+/// `feedback_bytes` if that is smaller and updates the header checksum
+/// incrementally.
+pub fn lower_feedback_at(
+    packet: &mut [u8],
+    at: usize,
+    opt: XcpOption,
+    feedback_bytes: i32,
+) -> Result<Lowered, XcpError> {
     if feedback_bytes >= opt.feedback_bytes {
         return Ok(Lowered::Unchanged(opt));
     }

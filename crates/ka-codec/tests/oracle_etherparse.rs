@@ -15,7 +15,9 @@ mod diff;
 
 use std::collections::BTreeSet;
 
-use diff::{Quirk, check_ipv4, check_ipv6, check_tcp, check_tcp_options};
+use diff::{
+    Quirk, check_ipv4, check_ipv6, check_option_iter, check_segment, check_tcp, check_tcp_options,
+};
 use ka_codec::options::{KaRate, RcpEcho, XcpEcho};
 use ka_codec::wire::checksum::{self, pseudo_v4};
 use ka_codec::wire::ipv6::FragmentHeader;
@@ -313,6 +315,7 @@ proptest! {
     fn ipv4_agrees(p in arb_ipv4(), m in arb_mutation()) {
         let p = mutate(p, &m);
         check_ipv4(&p);
+        check_segment(&p);
         // The IPv4 payload as a TCP segment (headers both parse, or neither).
         if p.len() > 20 {
             check_tcp(&p[20..]);
@@ -329,7 +332,40 @@ proptest! {
 
     #[test]
     fn ipv6_agrees(p in arb_ipv6(), m in arb_mutation()) {
-        check_ipv6(&mutate(p, &m));
+        let p = mutate(p, &m);
+        check_ipv6(&p);
+        check_segment(&p);
+    }
+
+    /// Whole packets of ka's own TCP segments behind an IPv4 or IPv6
+    /// header: the segment view against etherparse, TCP fields included.
+    #[test]
+    fn segment_view_agrees(s in arb_tcp(), v6 in any::<bool>(), mf in any::<bool>(), m in arb_mutation()) {
+        let p = if v6 {
+            let mut p = vec![0u8; 40];
+            p[0] = 0x60;
+            p[4..6].copy_from_slice(&(s.len() as u16).to_be_bytes());
+            p[6] = 6;
+            p[8..24].copy_from_slice(&[1; 16]);
+            p[24..40].copy_from_slice(&[2; 16]);
+            p.extend(&s);
+            p
+        } else {
+            let total = 20 + s.len();
+            let mut p = vec![0u8; 20];
+            p[0] = 0x45;
+            p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            p[6] = if mf { 0x20 } else { 0 };
+            p[8] = 64;
+            p[9] = 6;
+            p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+            p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+            let c = checksum::checksum(&p[..20]);
+            p[10..12].copy_from_slice(&c.to_be_bytes());
+            p.extend(&s);
+            p
+        };
+        check_segment(&mutate(p, &m));
     }
 
     #[test]
@@ -340,6 +376,7 @@ proptest! {
     #[test]
     fn tcp_options_agree_on_any_bytes(o in proptest::collection::vec(any::<u8>(), 0..40)) {
         check_tcp_options(&o);
+        check_option_iter(&o);
     }
 
     #[test]
@@ -360,6 +397,7 @@ proptest! {
         }
         o.truncate(40);
         check_tcp_options(&o);
+        check_option_iter(&o);
     }
 
     #[test]
@@ -370,6 +408,7 @@ proptest! {
         check_ipv4(&b);
         check_ipv6(&b);
         check_tcp(&b);
+        check_segment(&b);
     }
 }
 

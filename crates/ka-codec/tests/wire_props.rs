@@ -1,12 +1,125 @@
 //! Property tests for `ka_codec::wire`: no view or parser panics on any
-//! bytes, and every `Repr` survives `emit` → `parse` unchanged.
+//! bytes, every `Repr` survives `emit` → `parse` unchanged, and the
+//! one-parse [`Segment`] view agrees with the single-header views and with
+//! itself (fast path against the general path).
 
 use ka_codec::options::{KaRate, RcpEcho, XcpEcho};
 use ka_codec::wire::checksum::{self, pseudo_v4, pseudo_v6};
 use ka_codec::wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use ka_codec::wire::ipv6::{self, FragmentHeader, Ipv6Packet};
 use ka_codec::wire::tcp::{SackBlocks, TcpOptions, TcpPacket, TcpRepr};
+use ka_codec::wire::{FlowKey, Layout, OptionIter, Segment, SegmentMut};
 use proptest::prelude::*;
+
+/// Touches every accessor of a [`Segment`] and checks it against the
+/// single-header views of the same bytes.
+fn check_segment(data: &[u8]) {
+    let seg = Segment::parse(data);
+    assert_eq!(
+        seg.map(|s| s.layout()),
+        Layout::parse_general(data),
+        "fast path"
+    );
+    let Ok(s) = seg else {
+        assert!(Ipv4Packet::new_checked(data).is_err() && Ipv6Packet::new_checked(data).is_err());
+        return;
+    };
+    // Every accessor, for never panicking.
+    let _ = (s.ipv4_options(), s.ident(), s.ipv6_fragment(), s.packet());
+    let _ = (
+        s.tcp_flags(),
+        s.tcp_seq(),
+        s.tcp_ack(),
+        s.tcp_window(),
+        s.tcp_options(),
+    );
+    for o in s.tcp_option_iter().chain(s.ipv4_option_iter()).flatten() {
+        assert!(o.bytes.len() == 1 || o.bytes.len() == o.body.len() + 2);
+    }
+    assert!(s.total_len() <= data.len());
+    if let Some((proto, at)) = s.l4() {
+        assert!(at <= s.total_len());
+        let key = s.flow_key().unwrap();
+        assert_eq!(
+            (key.proto, key.src, key.dst),
+            (proto, s.src_addr(), s.dst_addr())
+        );
+        assert_eq!(key.reversed().reversed(), key);
+    } else {
+        assert_eq!(s.flow_key(), None);
+    }
+    match s.version() {
+        4 => {
+            let p = Ipv4Packet::new_checked(data).unwrap();
+            assert_eq!(
+                (s.ip_header_len(), s.total_len()),
+                (p.header_len(), p.total_len())
+            );
+            assert_eq!(
+                (s.dont_frag(), s.more_frags(), s.frag_offset()),
+                (p.dont_frag(), p.more_frags(), p.frag_offset())
+            );
+            assert_eq!(s.is_fragment(), p.is_fragment());
+            assert_eq!(s.ipv4_options(), p.options());
+            assert_eq!(s.ipv4_addrs(), Some((p.src_addr(), p.dst_addr())));
+            assert_eq!(s.ident(), u32::from(p.ident()));
+            let l4 = (p.frag_offset() == 0).then(|| (p.protocol(), p.header_len()));
+            assert_eq!(s.l4(), l4);
+            if let Some(key) = s.flow_key() {
+                assert_eq!(key.ipv4_addrs(), Some((p.src_addr(), p.dst_addr())));
+            }
+        }
+        6 => {
+            let p = Ipv6Packet::new_checked(data).unwrap();
+            assert_eq!(s.total_len(), p.total_len());
+            let l = ipv6::layout(data).ok();
+            assert_eq!(s.ipv6_chain_ok(), l.is_some());
+            assert_eq!(s.ipv6_layout(), l);
+            assert_eq!(s.l4(), l.and_then(|l| l.upper));
+            let frag = l.and_then(|l| l.fragment);
+            assert_eq!(s.fragment_header_at(), frag.map(|f| f.0));
+            assert_eq!(s.frag_offset(), frag.map_or(0, |f| f.1.offset));
+            assert_eq!(s.more_frags(), frag.is_some_and(|f| f.1.more_frags));
+            assert!(!s.dont_frag());
+        }
+        v => panic!("version {v} accepted"),
+    }
+    // The TCP header: exactly when `TcpPacket::new_checked` takes the
+    // upper-layer bytes, with the same fields.
+    let tcp_view = match s.l4() {
+        Some((6, at)) => TcpPacket::new_checked(&data[at..s.total_len()]).ok(),
+        _ => None,
+    };
+    assert_eq!(s.is_tcp(), tcp_view.is_some());
+    assert_eq!(s.tcp(), tcp_view);
+    if let Some(t) = tcp_view {
+        assert_eq!(s.tcp_flags(), Some(t.flags()));
+        assert_eq!((s.tcp_seq(), s.tcp_ack()), (Some(t.seq()), Some(t.ack())));
+        assert_eq!(s.tcp_window(), Some(t.window()));
+        assert_eq!(s.tcp_header_len(), t.header_len());
+        assert_eq!(s.tcp_payload_len(), Some(t.payload().len()));
+        assert_eq!(s.tcp_options(), t.options());
+        assert_eq!(s.ports(), Some((t.src_port(), t.dst_port())));
+        // The option walker fails exactly where `TcpOptions::parse` does.
+        let walked: Result<Vec<_>, _> = s.tcp_option_iter().collect();
+        assert_eq!(walked.is_ok(), TcpOptions::parse(t.options()).is_ok());
+        // Rewrites through the mutable view change only what they say.
+        let mut b = data.to_vec();
+        let mut m = SegmentMut::parse(&mut b).unwrap();
+        assert_eq!(m.set_tcp_window(t.window() ^ 0x5a5a), Some(t.window()));
+        let n = s.tcp_options().len();
+        assert_eq!(m.patch_tcp_options(0, &[1]), n > 0);
+        let at = s.l4_offset().unwrap();
+        for (i, (x, y)) in data.iter().zip(&b).enumerate() {
+            if x != y {
+                assert!((at + 14..at + 18).contains(&i) || i == at + 20, "byte {i}");
+            }
+        }
+    } else {
+        assert_eq!((s.tcp_flags(), s.tcp_payload_len()), (None, None));
+        assert!(s.tcp_options().is_empty());
+    }
+}
 
 /// Touches every accessor of every view; the point is that none panics.
 fn poke_everything(data: &[u8]) {
@@ -65,6 +178,15 @@ fn poke_everything(data: &[u8]) {
         r.emit(&mut buf, t.payload(), 0).unwrap();
     }
     let _ = TcpOptions::parse(data);
+    check_segment(data);
+    // The one option walker on any bytes: ends, and fails exactly where the
+    // IPv4 options iterator does.
+    let walked: Vec<_> = OptionIter::new(data).collect();
+    assert!(walked.len() <= data.len());
+    assert_eq!(
+        walked.iter().any(|o| o.is_err()),
+        ipv4::Ipv4Options::new(data).any(|o| o.is_err())
+    );
 }
 
 fn arb_options() -> impl Strategy<Value = TcpOptions> {
@@ -128,6 +250,39 @@ proptest! {
             poke_everything(&data[20..]);
             poke_everything(&data[40..]);
         }
+    }
+
+    /// Plain IPv4 headers (IHL 5, the fixed-offset path) with any fields:
+    /// the segment view agrees with the general parse and the views.
+    #[test]
+    fn segment_fast_path_matches_the_views(
+        mut head in proptest::collection::vec(any::<u8>(), 40..100),
+        total in 0u16..110,
+        tcp in any::<bool>(),
+        frag in any::<bool>(),
+        data_offset in 0u8..16,
+    ) {
+        head[0] = 0x45;
+        head[2..4].copy_from_slice(&total.to_be_bytes());
+        if tcp {
+            head[9] = ipv4::PROTO_TCP;
+        }
+        if !frag {
+            head[6] &= 0xE0;
+            head[7] = 0;
+        }
+        head[32] = (data_offset << 4) | (head[32] & 0x0F);
+        check_segment(&head);
+    }
+
+    /// A flow key and its reverse order the same as their fields.
+    #[test]
+    fn flow_keys_order_by_fields(a in any::<([u8; 4], [u8; 4], u16, u16)>(), b in any::<([u8; 4], [u8; 4], u16, u16)>()) {
+        let ka = FlowKey::v4(a.0, a.1, a.2, a.3, 6);
+        let kb = FlowKey::v4(b.0, b.1, b.2, b.3, 6);
+        let fields = |k: &FlowKey| (k.src, k.dst, k.sport, k.dport);
+        prop_assert_eq!(ka.cmp(&kb), fields(&ka).cmp(&fields(&kb)));
+        prop_assert_eq!(ka.reversed().ipv4_addrs(), Some((a.1, a.0)));
     }
 
     #[test]

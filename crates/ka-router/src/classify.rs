@@ -20,6 +20,7 @@
 //!   stamped either way).
 
 use ka_codec::rtt;
+use ka_codec::wire::Layout;
 use ka_codec::wire::{ipv4::Ipv4Packet, ipv6::Ipv6Packet};
 
 /// The largest packet a port accepts: an IPv6 packet with a 65 535-byte
@@ -56,52 +57,67 @@ pub(crate) enum Reject {
     TtlExpired,
 }
 
-/// Validates and prepares `packet` in place (see the module docs).
+/// [`ingress_parsed`] without the layout.
+#[cfg(test)]
 pub(crate) fn ingress(packet: &mut Vec<u8>, decrement_ttl: bool) -> Result<Kind, Reject> {
+    ingress_parsed(packet, decrement_ttl, None).map(|(kind, _)| kind)
+}
+
+/// Validates and prepares `packet` in place (see the module docs): the one
+/// parse of the packet ([`Layout::parse`]), whose layout the port hands to
+/// every stage that reads the headers (`None` for non-IP packets). A
+/// caller that parsed the packet already passes its layout as `parsed`
+/// (one of another IP version is ignored).
+pub(crate) fn ingress_parsed(
+    packet: &mut Vec<u8>,
+    decrement_ttl: bool,
+    parsed: Option<Layout>,
+) -> Result<(Kind, Option<Layout>), Reject> {
     if packet.is_empty() || packet.len() > MAX_PACKET_LEN {
         return Err(Reject::Malformed);
     }
-    match ka_codec::wire::ip_version(packet) {
-        Some(4) => {
-            let (total, indicator) = {
-                let mut p = Ipv4Packet::new_checked(packet.as_mut_slice())
-                    .map_err(|_| Reject::Malformed)?;
-                if !p.verify_checksum() {
-                    return Err(Reject::Malformed);
-                }
-                if decrement_ttl {
-                    let ttl = p.ttl();
-                    if ttl <= 1 {
-                        return Err(Reject::TtlExpired);
-                    }
-                    p.set_ttl(ttl - 1);
-                    p.fill_checksum();
-                }
-                (p.total_len(), rtt::classify(p.total_len(), p.dont_frag()))
-            };
-            packet.truncate(total);
-            Ok(Kind::Ipv4 { indicator })
-        }
-        Some(6) => {
-            let total = {
-                let mut p = Ipv6Packet::new_checked(packet.as_mut_slice())
-                    .map_err(|_| Reject::Malformed)?;
-                if decrement_ttl {
-                    let hl = p.hop_limit();
-                    if hl <= 1 {
-                        return Err(Reject::TtlExpired);
-                    }
-                    p.set_hop_limit(hl - 1);
-                }
-                p.total_len()
-            };
-            packet.truncate(total);
-            Ok(Kind::Ipv6 {
-                indicator: crate::stamp::is_ipv6_indicator(packet),
-            })
-        }
-        _ => Ok(Kind::NonIp),
+    let version = ka_codec::wire::ip_version(packet);
+    if !matches!(version, Some(4 | 6)) {
+        return Ok((Kind::NonIp, None));
     }
+    // Rejects exactly what `Ipv4Packet::new_checked` /
+    // `Ipv6Packet::new_checked` reject.
+    let layout = match parsed {
+        Some(l) if Some(l.version()) == version => l,
+        _ => Layout::parse(packet).map_err(|_| Reject::Malformed)?,
+    };
+    let kind = if layout.is_ipv4() {
+        let mut p = Ipv4Packet::new_unchecked(packet.as_mut_slice());
+        if !p.verify_checksum() {
+            return Err(Reject::Malformed);
+        }
+        if decrement_ttl {
+            let ttl = p.ttl();
+            if ttl <= 1 {
+                return Err(Reject::TtlExpired);
+            }
+            p.set_ttl(ttl - 1);
+            p.fill_checksum();
+        }
+        Kind::Ipv4 {
+            indicator: rtt::classify(layout.total_len(), layout.dont_frag()),
+        }
+    } else {
+        if decrement_ttl {
+            let mut p = Ipv6Packet::new_unchecked(packet.as_mut_slice());
+            let hl = p.hop_limit();
+            if hl <= 1 {
+                return Err(Reject::TtlExpired);
+            }
+            p.set_hop_limit(hl - 1);
+        }
+        Kind::Ipv6 {
+            indicator: crate::stamp::ipv6_indicator(&layout),
+        }
+    };
+    // Link padding goes; the layout stays valid (it ends at total_len).
+    packet.truncate(layout.total_len());
+    Ok((kind, Some(layout)))
 }
 
 #[cfg(test)]

@@ -283,7 +283,7 @@ pub use controller::{
     RateController, Rcp, TcpInfo,
 };
 pub use mode::Mode;
-pub use native::lower_rcp_option;
+pub use native::{lower_rcp_option, lower_rcp_option_in};
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};
 pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
 pub use router::{InterfaceHook, Router, RouterCounters, Routes};
@@ -291,8 +291,8 @@ pub use rwm::{Rwm, RwmClass, RwmConfig, RwmOutcome, RwmStats, Side};
 pub use signal::rate::IPV6_IDENT_START;
 pub use signal::{RateSignal, Signaller, XcpInterval, XcpSignal};
 pub use stamp::{
-    DEFAULT_SATURATE_MIN_PAYLOAD, Skip, StampConfig, Stamped, is_ipv6_indicator, stamp_ipv4,
-    stamp_ipv4_with, stamp_ipv6, stamp_ipv6_with,
+    DEFAULT_SATURATE_MIN_PAYLOAD, Skip, StampConfig, Stamped, ipv6_indicator, is_ipv6_indicator,
+    stamp_ipv4, stamp_ipv4_parsed, stamp_ipv4_with, stamp_ipv6, stamp_ipv6_parsed, stamp_ipv6_with,
 };
 pub use stats::{Counters, PortSnapshot, SojournHistogram};
 

@@ -2,19 +2,30 @@
 //! field of the IPv4 RCP option.
 
 use ka_codec::rcp_option;
+#[cfg(test)]
 use ka_codec::wire::ipv4::Ipv4Packet;
+use ka_codec::wire::ipv4::MIN_HEADER_LEN;
+use ka_codec::wire::{Segment, SegmentMut};
 
 /// Lowers the rate in `packet`'s RCP option (IPv4 option type 30) to
 /// `rate_bytes_per_sec` if that is smaller, and refreshes the header
 /// checksum. Returns whether the packet changed. Packets that are not valid
 /// IPv4, have no RCP option or malformed options are left alone.
 pub fn lower_rcp_option(packet: &mut [u8], rate_bytes_per_sec: u32) -> bool {
-    let Ok(mut p) = Ipv4Packet::new_checked(packet) else {
-        return false;
-    };
-    if p.header_len() <= ka_codec::wire::ipv4::MIN_HEADER_LEN {
+    match SegmentMut::parse(packet) {
+        Ok(mut seg) => lower_rcp_option_in(&mut seg, rate_bytes_per_sec),
+        Err(_) => false,
+    }
+}
+
+/// [`lower_rcp_option`] of a packet parsed already.
+pub fn lower_rcp_option_in(seg: &mut SegmentMut<'_>, rate_bytes_per_sec: u32) -> bool {
+    if seg.ip_header_len() <= MIN_HEADER_LEN {
         return false;
     }
+    let Some(mut p) = seg.ipv4_mut() else {
+        return false;
+    };
     match rcp_option::lower_in_place(p.options_mut(), rate_bytes_per_sec) {
         Ok(true) => {
             p.fill_checksum();
@@ -29,12 +40,17 @@ pub fn lower_rcp_option(packet: &mut [u8], rate_bytes_per_sec: u32) -> bool {
 /// not 0 (a sender without an RTT sample yet puts 0 there). Native-RCP
 /// routers average these into d, as RCP routers take the RTT from the
 /// header (DESIGN §3.4).
+#[cfg(test)]
 pub fn rcp_rtt_ms(packet: &[u8]) -> Option<u16> {
-    let p = Ipv4Packet::new_checked(packet).ok()?;
-    if p.header_len() <= ka_codec::wire::ipv4::MIN_HEADER_LEN {
+    rcp_rtt_ms_of(&Segment::parse(packet).ok()?)
+}
+
+/// `rcp_rtt_ms` of a packet parsed already.
+pub fn rcp_rtt_ms_of(seg: &Segment<'_>) -> Option<u16> {
+    if !seg.is_ipv4() || seg.ip_header_len() <= MIN_HEADER_LEN {
         return None;
     }
-    let (_, opt) = rcp_option::find_in(p.options()).ok()??;
+    let (_, opt) = rcp_option::find_in(seg.ipv4_options()).ok()??;
     (opt.rtt_ms > 0).then_some(opt.rtt_ms)
 }
 

@@ -13,6 +13,7 @@
 use std::time::{Duration, Instant};
 
 use ka_codec::Code;
+use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use crate::classify::{self, Kind, Reject};
 use crate::config::{ControllerKind, PortConfig, Signalling};
@@ -168,6 +169,23 @@ impl Port {
     /// else happens to the packet here; it goes on to its own egress.
     pub fn on_reverse(&mut self, now: Instant, packet: &mut [u8]) -> bool {
         let t = self.advance(now);
+        if !self.signal.wants_reverse() {
+            return false;
+        }
+        match SegmentMut::parse(packet) {
+            Ok(mut seg) => self.signal.on_reverse(t, &mut seg, &mut self.counters),
+            Err(_) => false,
+        }
+    }
+
+    /// [`Port::on_reverse`] for a packet its caller parsed already (e.g. a
+    /// router that parsed it for its own stages): the same, without parsing
+    /// again.
+    pub fn on_reverse_segment(&mut self, now: Instant, packet: &mut SegmentMut<'_>) -> bool {
+        let t = self.advance(now);
+        if !self.signal.wants_reverse() {
+            return false;
+        }
         self.signal.on_reverse(t, packet, &mut self.counters)
     }
 
@@ -177,12 +195,32 @@ impl Port {
     /// is the same allocation). Never panics on any bytes; see the crate docs
     /// for what is dropped and what is forwarded untouched. A queued buffer
     /// whose capacity exceeds `max(2 · len, SHRINK_SLACK)` is shrunk first.
-    pub fn push(&mut self, now: Instant, mut packet: Vec<u8>) -> PushOutcome {
+    pub fn push(&mut self, now: Instant, packet: Vec<u8>) -> PushOutcome {
+        self.push_inner(now, packet, None)
+    }
+
+    /// [`Port::push`] for a packet its caller parsed already: `layout` is
+    /// [`Layout::parse`] of these very bytes (or of bytes whose header
+    /// lengths and offsets have not changed since, e.g. after
+    /// [`Rwm::process_parsed`](crate::Rwm::process_parsed), which rewrites
+    /// only a TCP window). The same as `push`, without parsing again; the
+    /// classifier still checks the IPv4 header checksum and the TTL.
+    pub fn push_parsed(&mut self, now: Instant, packet: Vec<u8>, layout: Layout) -> PushOutcome {
+        self.push_inner(now, packet, Some(layout))
+    }
+
+    fn push_inner(
+        &mut self,
+        now: Instant,
+        mut packet: Vec<u8>,
+        parsed: Option<Layout>,
+    ) -> PushOutcome {
         let t = self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += packet.len() as u64;
-        let kind = match classify::ingress(&mut packet, self.config.decrement_ttl) {
-            Ok(kind) => kind,
+        let ingress = classify::ingress_parsed(&mut packet, self.config.decrement_ttl, parsed);
+        let (kind, layout) = match ingress {
+            Ok(parsed) => parsed,
             Err(Reject::Malformed) => {
                 self.counters.drops_malformed += 1;
                 return PushOutcome::Dropped(DropReason::Malformed);
@@ -195,7 +233,9 @@ impl Port {
         if kind == Kind::NonIp {
             self.counters.non_ip += 1;
         }
-        self.signal.on_arrival(t, &packet, kind, &mut self.counters);
+        let seg = layout.map(|l| Segment::with_layout(&packet, l));
+        self.signal
+            .on_arrival(t, &packet, seg.as_ref(), kind, &mut self.counters);
         if packet.capacity() > packet.len().saturating_mul(2).max(SHRINK_SLACK) {
             packet.shrink_to_fit();
         }

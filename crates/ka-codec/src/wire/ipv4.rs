@@ -1,5 +1,6 @@
 //! IPv4 header view and representation (RFC 791).
 
+use super::opts::OptionIter;
 use super::{
     WireError, array, be16, byte, check_ip, check_len, checksum, put_bytes, put8, put16, sub,
     sub_mut,
@@ -248,18 +249,17 @@ impl Ipv4Option<'_> {
 
 /// Iterates the options of an IPv4 options area (stops at End of Option
 /// List). Yields `Err(BadOption)` once, then stops, on a malformed option.
+/// A thin layer over the one option walker, [`OptionIter`].
 #[derive(Debug, Clone)]
 pub struct Ipv4Options<'a> {
-    rest: &'a [u8],
-    done: bool,
+    inner: OptionIter<'a>,
 }
 
 impl<'a> Ipv4Options<'a> {
     /// Walks `options` (the bytes after the 20-byte fixed header).
     pub fn new(options: &'a [u8]) -> Self {
         Ipv4Options {
-            rest: options,
-            done: false,
+            inner: OptionIter::new(options),
         }
     }
 }
@@ -268,37 +268,13 @@ impl<'a> Iterator for Ipv4Options<'a> {
     type Item = Result<Ipv4Option<'a>, WireError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let kind = *self.rest.first()?;
-        match kind {
-            0 => {
-                self.done = true;
-                None
-            }
-            1 => {
-                let (opt, rest) = self.rest.split_at_checked(1)?;
-                self.rest = rest;
-                Some(Ok(Ipv4Option { kind, bytes: opt }))
-            }
-            _ => {
-                let len = usize::from(byte(self.rest, 1));
-                match (len >= 2)
-                    .then(|| self.rest.split_at_checked(len))
-                    .flatten()
-                {
-                    Some((opt, rest)) => {
-                        self.rest = rest;
-                        Some(Ok(Ipv4Option { kind, bytes: opt }))
-                    }
-                    None => {
-                        self.done = true;
-                        Some(Err(WireError::BadOption))
-                    }
-                }
-            }
-        }
+        Some(match self.inner.next()? {
+            Ok(o) => Ok(Ipv4Option {
+                kind: o.kind,
+                bytes: o.bytes,
+            }),
+            Err(e) => Err(e.into()),
+        })
     }
 }
 

@@ -219,7 +219,11 @@ pub struct Ipv6Layout {
 /// Walks the extension headers of an IPv6 packet (at most
 /// [`MAX_EXT_HEADERS`]), within `40 + payload_len`.
 pub fn layout(packet: &[u8]) -> Result<Ipv6Layout, WireError> {
-    let p = Ipv6Packet::new_checked(packet)?;
+    layout_of(&Ipv6Packet::new_checked(packet)?)
+}
+
+/// [`layout`] of a packet that passed [`Ipv6Packet::new_checked`].
+pub(crate) fn layout_of(p: &Ipv6Packet<&[u8]>) -> Result<Ipv6Layout, WireError> {
     let end = p.total_len();
     let pkt = p.packet();
     let mut nh = p.next_header();

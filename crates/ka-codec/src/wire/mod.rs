@@ -7,6 +7,12 @@
 //! high-level form helps, a plain-data *representation* (`Ipv4Repr`,
 //! `TcpRepr`) with `parse` and `emit`.
 //!
+//! A whole packet is parsed once by [`segment`]: [`Layout::parse`] finds
+//! every header (IP, fragment fields, the upper layer, a TCP header) and
+//! [`Segment`] / [`SegmentMut`] read and rewrite the packet through it, with
+//! one [`FlowKey`] for IPv4 and IPv6. Every TCP and IPv4 options area is
+//! walked by the one [`OptionIter`] ([`opts`]).
+//!
 //! Rules that hold for every function here:
 //!
 //! * No allocation, no `std`.
@@ -42,7 +48,12 @@ pub mod checksum;
 pub mod ecn;
 pub mod ipv4;
 pub mod ipv6;
+pub mod opts;
+pub mod segment;
 pub mod tcp;
+
+pub use opts::{OptionFault, OptionIter, RawOption};
+pub use segment::{FlowKey, Layout, Segment, SegmentMut};
 
 use core::fmt;
 

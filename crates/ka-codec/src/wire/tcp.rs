@@ -2,6 +2,7 @@
 //! the KA options of DESIGN §3.3, and the native-RCP baseline's options of
 //! DESIGN §3.4).
 
+use super::opts::OptionIter;
 use super::{WireError, be16, be32, byte, check_len, checksum, put8, put16, put32, sub};
 use crate::options::{
     KaOption, KaPermitted, KaRate, RcpEcho, RcpPermitted, RcpTcpOption, XcpEcho, XcpPermitted,
@@ -32,8 +33,7 @@ pub const ECE: u8 = 0x40;
 /// CWR flag.
 pub const CWR: u8 = 0x80;
 
-const OPT_EOL: u8 = 0;
-const OPT_NOP: u8 = 1;
+const OPT_NOP: u8 = super::opts::KIND_NOP;
 const OPT_MSS: u8 = 2;
 const OPT_WS: u8 = 3;
 const OPT_SACK_PERM: u8 = 4;
@@ -251,41 +251,29 @@ impl TcpOptions {
     /// within the 40-byte budget when re-emitted).
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         let mut o = TcpOptions::default();
-        let mut rest = bytes;
-        while let Some(&kind) = rest.first() {
-            match kind {
-                OPT_EOL => break,
-                OPT_NOP => {
-                    rest = sub(rest, 1, rest.len());
-                    continue;
-                }
-                _ => {}
-            }
-            let len = usize::from(byte(rest, 1));
-            if len < 2 {
-                return Err(WireError::BadOption);
-            }
-            let (opt, tail) = rest.split_at_checked(len).ok_or(WireError::BadOption)?;
-            rest = tail;
+        for opt in OptionIter::new(bytes) {
+            let opt = opt?;
+            let (kind, len) = (opt.kind, opt.bytes.len());
             match (kind, len) {
-                (OPT_MSS, 4) => o.mss = Some(be16(opt, 2)),
-                (OPT_WS, 3) => o.window_scale = Some(byte(opt, 2)),
+                (OPT_NOP, _) => {}
+                (OPT_MSS, 4) => o.mss = Some(be16(opt.bytes, 2)),
+                (OPT_WS, 3) => o.window_scale = Some(byte(opt.bytes, 2)),
                 (OPT_SACK_PERM, 2) => o.sack_permitted = true,
-                (OPT_TS, 10) => o.timestamps = Some((be32(opt, 2), be32(opt, 6))),
+                (OPT_TS, 10) => o.timestamps = Some((be32(opt.bytes, 2), be32(opt.bytes, 6))),
                 (OPT_SACK, l) if l >= 10 && (l - 2) % 8 == 0 => {
                     let mut blocks = SackBlocks::new();
-                    for b in sub(opt, 2, l).chunks_exact(8) {
+                    for b in opt.body.chunks_exact(8) {
                         blocks.push(be32(b, 0), be32(b, 4));
                     }
                     o.sack = blocks;
                 }
-                (OPT_EXP, _) => match KaOption::parse(opt) {
+                (OPT_EXP, _) => match KaOption::parse(opt.bytes) {
                     Ok(KaOption::Permitted) => o.ka_permitted = true,
                     Ok(KaOption::Rate(r)) => o.ka_rate = Some(r),
-                    Err(_) => match RcpTcpOption::parse(opt) {
+                    Err(_) => match RcpTcpOption::parse(opt.bytes) {
                         Ok(RcpTcpOption::Permitted) => o.rcp_permitted = true,
                         Ok(RcpTcpOption::Echo(e)) => o.rcp_echo = Some(e),
-                        Err(_) => match XcpTcpOption::parse(opt) {
+                        Err(_) => match XcpTcpOption::parse(opt.bytes) {
                             Ok(XcpTcpOption::Permitted) => o.xcp_permitted = true,
                             Ok(XcpTcpOption::Echo(e)) => o.xcp_echo = Some(e),
                             Err(_) => {}

@@ -21,6 +21,7 @@ use etherparse::{Ipv4Slice, Ipv6ExtensionSlice, Ipv6Slice, TcpHeaderSlice, TcpOp
 use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::ipv6::{self, Ipv6Packet};
 use ka_codec::wire::tcp::{TcpOptions, TcpPacket};
+use ka_codec::wire::{OptionIter, Segment};
 
 /// A documented reason why the two parsers may disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -428,4 +429,131 @@ pub fn check_tcp(b: &[u8]) -> Option<Quirk> {
         (Err(_), Err(_)) => None,
         (k, e) => panic!("TCP header: ka {:?}, etherparse {:?}", k.err(), e.err()),
     }
+}
+
+/// The option kinds etherparse names, as wire kinds.
+fn ep_kind(e: &TcpOptionElement) -> u8 {
+    match e {
+        TcpOptionElement::Noop => 1,
+        TcpOptionElement::MaximumSegmentSize(_) => 2,
+        TcpOptionElement::WindowScale(_) => 3,
+        TcpOptionElement::SelectiveAcknowledgementPermitted => 4,
+        TcpOptionElement::SelectiveAcknowledgement(..) => 5,
+        TcpOptionElement::Timestamp(..) => 8,
+    }
+}
+
+/// Checks the one option walker ([`OptionIter`]) on a TCP options area
+/// against etherparse's iterator: up to the first option one of them
+/// treats specially (a [`Quirk`]), both see the same options in the same
+/// order, and a malformed area is an error for both.
+pub fn check_option_iter(opts: &[u8]) -> Option<Quirk> {
+    let quirk = tcp_option_quirk(opts);
+    let limit = quirk.map_or(opts.len(), |(at, _)| at);
+    let ka: Vec<_> = OptionIter::new(opts)
+        .take_while(|o| o.as_ref().map_or(true, |o| o.offset < limit))
+        .collect();
+    let mut ep = Vec::new();
+    let mut ep_err = false;
+    for o in etherparse::TcpOptionsIterator::from_slice(opts.get(..limit).unwrap_or(opts)) {
+        match o {
+            Ok(e) => ep.push(ep_kind(&e)),
+            Err(_) => {
+                ep_err = true;
+                break;
+            }
+        }
+    }
+    let ka_kinds: Vec<u8> = ka
+        .iter()
+        .filter_map(|o| o.as_ref().ok().map(|o| o.kind))
+        .collect();
+    // etherparse reads End as the end of the area too.
+    assert_eq!(ka_kinds, ep, "option kinds of {opts:02x?}");
+    if quirk.is_none() {
+        assert_eq!(
+            ka.iter().any(|o| o.is_err()),
+            ep_err,
+            "malformed {opts:02x?}"
+        );
+    }
+    quirk.map(|q| q.1)
+}
+
+/// Checks the one-parse [`Segment`] view of a whole IP packet against
+/// etherparse: the same IP header facts, the same upper layer (where it
+/// starts, which protocol) and, for TCP, the same header fields and
+/// options. Returns the quirk that explained a disagreement, if any.
+pub fn check_segment(b: &[u8]) -> Option<Quirk> {
+    let Ok(s) = Segment::parse(b) else {
+        // The view rejects exactly what the IP views reject; those are
+        // checked against etherparse by `check_ipv4` / `check_ipv6`.
+        assert!(Ipv4Packet::new_checked(b).is_err() && Ipv6Packet::new_checked(b).is_err());
+        return None;
+    };
+    let quirk = if s.is_ipv4() {
+        let q = check_ipv4(b);
+        if let Ok(e) = Ipv4Slice::from_slice(b) {
+            let h = e.header();
+            assert_eq!(s.ip_header_len(), usize::from(h.ihl()) * 4, "IHL");
+            assert_eq!(s.total_len(), usize::from(h.total_len()), "total length");
+            assert_eq!(s.dont_frag(), h.dont_fragment(), "DF");
+            assert_eq!(s.more_frags(), h.more_fragments(), "MF");
+            assert_eq!(
+                s.frag_offset(),
+                usize::from(h.fragments_offset().byte_offset())
+            );
+            assert_eq!(s.is_fragment(), h.is_fragmenting_payload(), "is fragment");
+            assert_eq!(s.ipv4_addrs(), Some((h.source(), h.destination())));
+            assert_eq!(s.ipv4_options(), h.options(), "options");
+            if h.fragments_offset().value() == 0 {
+                assert_eq!(s.l4(), Some((h.protocol().0, s.ip_header_len())));
+            } else {
+                assert_eq!(s.l4(), None, "non-first fragment");
+            }
+        }
+        q
+    } else {
+        let q = check_ipv6(b);
+        if q.is_none()
+            && let Ok(e) = Ipv6Slice::from_slice(b)
+        {
+            let h = e.header();
+            assert_eq!(s.ipv6_addrs(), Some((h.source(), h.destination())));
+            assert_eq!(s.total_len(), 40 + usize::from(h.payload_length()));
+            let p = e.payload();
+            let at = p.payload.as_ptr() as usize - b.as_ptr() as usize;
+            assert_eq!(s.l4(), Some((p.ip_number.0, at)), "upper layer");
+        }
+        q
+    };
+    // The TCP header: the view has one exactly when etherparse parses the
+    // upper-layer bytes as one.
+    if let Some((6, at)) = s.l4() {
+        let seg = &b[at..s.total_len()];
+        match TcpHeaderSlice::from_slice(seg) {
+            Ok(h) => {
+                assert!(
+                    s.is_tcp(),
+                    "etherparse reads a TCP header, the view does not"
+                );
+                assert_eq!(s.ports(), Some((h.source_port(), h.destination_port())));
+                assert_eq!(s.tcp_seq(), Some(h.sequence_number()), "seq");
+                assert_eq!(s.tcp_ack(), Some(h.acknowledgment_number()), "ack");
+                assert_eq!(s.tcp_window(), Some(h.window_size()), "window");
+                assert_eq!(s.tcp_header_len(), usize::from(h.data_offset()) * 4);
+                assert_eq!(s.tcp_payload_len(), Some(seg.len() - h.slice().len()));
+                let flags = s.tcp_flags().unwrap_or(0);
+                assert_eq!(flags & 0x02 != 0, h.syn(), "SYN");
+                assert_eq!(flags & 0x10 != 0, h.ack(), "ACK");
+                assert_eq!(s.tcp_options(), h.options(), "TCP options");
+                return quirk.or(check_option_iter(s.tcp_options()));
+            }
+            Err(_) => assert!(
+                !s.is_tcp(),
+                "the view reads a TCP header, etherparse does not"
+            ),
+        }
+    }
+    quirk
 }

@@ -1,30 +1,12 @@
 //! What a controller's per-packet hooks see of a packet: its length and,
-//! for TCP, the connection and its handshake/teardown flags.
+//! for TCP, the connection and its handshake/teardown flags — read from the
+//! port's one parse of the packet ([`ka_codec::wire::Segment`]).
 
-use ka_codec::wire::ipv4::{Ipv4Packet, PROTO_TCP};
-use ka_codec::wire::ipv6::{self, Ipv6Packet};
-use ka_codec::wire::tcp::TcpPacket;
-
-/// TCP flag bits (RFC 9293 §3.1).
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const RST: u8 = 0x04;
-const ACK: u8 = 0x10;
-
-/// One direction of a TCP connection: source and destination address
-/// (IPv4 addresses in the IPv4-mapped IPv6 form, RFC 4291 §2.5.5.2) and
-/// ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct FlowKey {
-    /// Source address.
-    pub src: [u8; 16],
-    /// Destination address.
-    pub dst: [u8; 16],
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
-}
+pub use ka_codec::wire::FlowKey;
+use ka_codec::wire::Segment;
+#[cfg(test)]
+use ka_codec::wire::ipv4::PROTO_TCP;
+use ka_codec::wire::tcp::{ACK, FIN, RST, SYN};
 
 /// A packet as [`RateController::on_packet`](super::RateController::on_packet)
 /// and [`RateController::rate_for`](super::RateController::rate_for) see it.
@@ -50,59 +32,31 @@ pub struct TcpInfo {
     pub payload: usize,
 }
 
-/// An IPv4 address in the IPv4-mapped IPv6 form (RFC 4291 §2.5.5.2), as
-/// [`FlowKey`] holds it.
-pub(crate) fn mapped(v4: [u8; 4]) -> [u8; 16] {
-    let mut a = [0u8; 16];
-    a[10] = 0xff;
-    a[11] = 0xff;
-    a[12..].copy_from_slice(&v4);
-    a
-}
-
-fn tcp_info(src: [u8; 16], dst: [u8; 16], segment: &[u8]) -> Option<TcpInfo> {
-    let t = TcpPacket::new_checked(segment).ok()?;
-    let flags = t.flags();
-    Some(TcpInfo {
-        flow: FlowKey {
-            src,
-            dst,
-            sport: t.src_port(),
-            dport: t.dst_port(),
-        },
-        syn: flags & SYN != 0 && flags & ACK == 0,
-        fin: flags & (FIN | RST) != 0,
-        payload: t.payload().len(),
-    })
-}
-
-/// Reads `packet` (a whole IP packet that passed ingress). Never panics;
-/// anything it cannot read has `tcp: None`.
+/// Reads `packet` (a whole IP packet that passed ingress), parsing it
+/// once. Never panics; anything it cannot read has `tcp: None`.
 pub fn inspect(packet: &[u8]) -> PacketInfo {
-    let tcp = match ka_codec::wire::ip_version(packet) {
-        Some(4) => Ipv4Packet::new_checked(packet).ok().and_then(|p| {
-            if p.protocol() != PROTO_TCP || p.frag_offset() != 0 {
-                return None;
-            }
-            tcp_info(mapped(p.src_addr()), mapped(p.dst_addr()), p.payload())
+    match Segment::parse(packet) {
+        Ok(seg) => inspect_segment(&seg),
+        Err(_) => PacketInfo {
+            len: packet.len(),
+            tcp: None,
+        },
+    }
+}
+
+/// [`inspect`] of a packet parsed already.
+pub fn inspect_segment(seg: &Segment<'_>) -> PacketInfo {
+    let tcp = match (seg.flow_key(), seg.tcp_flags(), seg.tcp_payload_len()) {
+        (Some(flow), Some(flags), Some(payload)) => Some(TcpInfo {
+            flow,
+            syn: flags & SYN != 0 && flags & ACK == 0,
+            fin: flags & (FIN | RST) != 0,
+            payload,
         }),
-        Some(6) => {
-            let p = Ipv6Packet::new_checked(packet).ok();
-            let l = ipv6::layout(packet).ok();
-            match (p, l) {
-                (Some(p), Some(l)) => match l.upper {
-                    Some((PROTO_TCP, off)) => packet
-                        .get(off..p.total_len())
-                        .and_then(|seg| tcp_info(p.src_addr(), p.dst_addr(), seg)),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
         _ => None,
     };
     PacketInfo {
-        len: packet.len(),
+        len: seg.bytes().len(),
         tcp,
     }
 }

@@ -27,7 +27,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use super::segment::FlowKey;
+use super::segment::ConnKey;
 
 /// `a · b` as a 128-bit product, its halves xored: the mixing step of
 /// foldhash / wyhash.
@@ -37,7 +37,7 @@ fn fold(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// A keyed hash of [`FlowKey`]s (see the module docs).
+/// A keyed hash of [`ConnKey`]s (see the module docs).
 #[derive(Clone)]
 pub(crate) struct KeyedHash {
     k: [u64; 4],
@@ -61,11 +61,11 @@ impl KeyedHash {
 
     /// The 64-bit fingerprint of `key`.
     #[inline]
-    pub(crate) fn hash(&self, key: &FlowKey) -> u64 {
+    pub(crate) fn hash(&self, key: &ConnKey) -> u64 {
         let [k0, k1, k2, k3] = self.k;
         match *key {
-            FlowKey::V4 { low, high } => fold(fold(low ^ k0, high ^ k1) ^ k2, k3 ^ 4),
-            FlowKey::V6 { low, high, ports } => {
+            ConnKey::V4 { low, high } => fold(fold(low ^ k0, high ^ k1) ^ k2, k3 ^ 4),
+            ConnKey::V6 { low, high, ports } => {
                 let a = fold((low as u64) ^ k0, ((low >> 64) as u64) ^ k1);
                 let b = fold((high as u64) ^ k2, ((high >> 64) as u64) ^ k3);
                 fold(a ^ ((u64::from(ports) << 8) | 6) ^ k1, b ^ k2)
@@ -82,7 +82,7 @@ mod tests {
     fn keyed_deterministic_and_spread() {
         let h = KeyedHash::random();
         let other = KeyedHash::random();
-        let key = |i: u64| FlowKey::V4 {
+        let key = |i: u64| ConnKey::V4 {
             low: (0x0a00_0001 << 16) | 443,
             high: ((0x0a01_0000 + i) << 16) | (20_000 + i),
         };
@@ -100,12 +100,12 @@ mod tests {
         top.dedup();
         assert!(top.len() > 2400, "{}", top.len()); // 4096·(1−1/e) ≈ 2589
         // IPv4 and IPv6 keys of the same numbers differ.
-        let v6 = FlowKey::V6 {
+        let v6 = ConnKey::V6 {
             low: 1,
             high: 2,
             ports: 3,
         };
-        let v6b = FlowKey::V6 {
+        let v6b = ConnKey::V6 {
             low: 1,
             high: 2,
             ports: 4,

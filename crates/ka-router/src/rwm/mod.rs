@@ -134,6 +134,7 @@ pub mod window;
 use std::time::Instant;
 
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN};
+use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use buckets::{Hot, Probe, Stage};
 pub use config::{
@@ -162,7 +163,8 @@ const DEFAULT_MSS_V6: u16 = 1220;
 #[derive(Debug, Clone, Copy)]
 struct Quick {
     fp: u64,
-    tcp_at: usize,
+    /// The packet's one parse (the window is rewritten through it).
+    layout: Layout,
     window: u16,
     flags: u8,
     /// The sender: the key's low (0) or high (1) endpoint.
@@ -171,10 +173,10 @@ struct Quick {
 
 impl Quick {
     #[inline]
-    fn of(seg: &segment::Segment, fp: u64) -> Self {
+    fn of(seg: &segment::TcpSeg, fp: u64, layout: Layout) -> Self {
         Quick {
             fp,
-            tcp_at: seg.tcp_at,
+            layout,
             window: seg.window,
             flags: seg.flags,
             from: u8::from(seg.from != 0),
@@ -376,10 +378,32 @@ impl Rwm {
     /// changes the packet's length or anything but the TCP window and
     /// checksum.
     pub fn process(&mut self, now: Instant, side: Side, packet: &mut [u8]) -> RwmOutcome {
+        match Layout::parse(packet) {
+            Ok(layout) => {
+                self.process_parsed(now, side, &mut SegmentMut::with_layout(packet, layout))
+            }
+            Err(_) => {
+                if now >= self.check_at {
+                    self.advance(now);
+                }
+                self.skipped(Skip::unparsed(packet))
+            }
+        }
+    }
+
+    /// [`Rwm::process`] for a packet its caller parsed already (e.g. a
+    /// router that parsed it for its own stages): the same, without parsing
+    /// again.
+    pub fn process_parsed(
+        &mut self,
+        now: Instant,
+        side: Side,
+        packet: &mut SegmentMut<'_>,
+    ) -> RwmOutcome {
         if now >= self.check_at {
             self.advance(now);
         }
-        match segment::parse(packet) {
+        match segment::of_view(&packet.as_segment()) {
             Ok(seg) => {
                 let fp = self.table.fingerprint(&seg.key);
                 self.process_segment(now, side, packet, &seg, fp)
@@ -400,9 +424,10 @@ impl Rwm {
         packets: impl IntoIterator<Item = (Instant, Side, &'p mut [u8])>,
     ) {
         // Between the two passes only what the common case needs is kept
-        // ([`Quick`], 24 bytes); anything else parses the packet again
-        // (keeping whole parsed headers in an array cost more, in
-        // store-forwarding stalls, than the misses it saved).
+        // ([`Quick`]: the packet's layout, the fingerprint and three header
+        // fields, 40 bytes); anything else reads RWM's facts from the
+        // layout again (keeping whole parsed headers in an array cost
+        // more, in store-forwarding stalls, than the misses it saved).
         let mut packets = packets.into_iter();
         loop {
             let mut items: [Option<(Instant, Side, &'p mut [u8])>; BATCH] = [const { None }; BATCH];
@@ -412,10 +437,12 @@ impl Rwm {
                 let Some((now, side, packet)) = packets.next() else {
                     break;
                 };
-                if let Ok(seg) = segment::parse(packet) {
+                if let Ok(layout) = Layout::parse(packet)
+                    && let Ok(seg) = segment::of_view(&Segment::with_layout(packet, layout))
+                {
                     let fp = self.table.fingerprint(&seg.key);
                     self.table.prefetch(fp);
-                    *q = Some(Quick::of(&seg, fp));
+                    *q = Some(Quick::of(&seg, fp, layout));
                 }
                 *item = Some((now, side, packet));
                 n += 1;
@@ -434,15 +461,36 @@ impl Rwm {
                     && hot.is_fast(self.table.epoch())
                 {
                     self.stats.segments += 1;
-                    self.cap_window(packet, side, q, &hot);
+                    self.cap_window(
+                        &mut SegmentMut::with_layout(packet, q.layout),
+                        side,
+                        q,
+                        &hot,
+                    );
                     continue;
                 }
-                match segment::parse(packet) {
-                    Ok(seg) => {
-                        let fp = self.table.fingerprint(&seg.key);
-                        self.process_segment(now, side, packet, &seg, fp)
+                // Not the common case: RWM's facts again from the parse
+                // (when there was one), then the whole stage.
+                match q {
+                    Some(q) => {
+                        let mut view = SegmentMut::with_layout(packet, q.layout);
+                        match segment::of_view(&view.as_segment()) {
+                            Ok(seg) => self.process_segment(now, side, &mut view, &seg, q.fp),
+                            Err(skip) => self.skipped(skip),
+                        }
                     }
-                    Err(skip) => self.skipped(skip),
+                    None => match Layout::parse(packet) {
+                        Ok(layout) => match segment::of_view(&Segment::with_layout(packet, layout))
+                        {
+                            Ok(seg) => {
+                                let fp = self.table.fingerprint(&seg.key);
+                                let mut view = SegmentMut::with_layout(packet, layout);
+                                self.process_segment(now, side, &mut view, &seg, fp)
+                            }
+                            Err(skip) => self.skipped(skip),
+                        },
+                        Err(_) => self.skipped(Skip::unparsed(packet)),
+                    },
                 };
             }
             if n < BATCH {
@@ -470,8 +518,8 @@ impl Rwm {
         &mut self,
         now: Instant,
         side: Side,
-        packet: &mut [u8],
-        seg: &segment::Segment,
+        packet: &mut SegmentMut<'_>,
+        seg: &segment::TcpSeg,
         fp: u64,
     ) -> RwmOutcome {
         self.stats.segments += 1;
@@ -488,7 +536,7 @@ impl Rwm {
         // The common case: an established, active flow already moved in
         // this granule, no SYN/RST/FIN — one bucket read, no writes.
         if flags & (SYN | RST | FIN) == 0 && hot.is_fast(self.table.epoch()) {
-            return self.cap_window(packet, side, &Quick::of(seg, fp), &hot);
+            return self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
         }
         self.not_fast(now, side, packet, seg, fp, pos, hot)
     }
@@ -502,8 +550,8 @@ impl Rwm {
         &mut self,
         now: Instant,
         side: Side,
-        packet: &mut [u8],
-        seg: &segment::Segment,
+        packet: &mut SegmentMut<'_>,
+        seg: &segment::TcpSeg,
         fp: u64,
         pos: u32,
         hot: Hot,
@@ -520,13 +568,13 @@ impl Rwm {
     fn absent(
         &mut self,
         now: Instant,
-        packet: &[u8],
-        seg: &segment::Segment,
+        packet: &SegmentMut<'_>,
+        seg: &segment::TcpSeg,
         fp: u64,
     ) -> RwmOutcome {
         if seg.flags & (SYN | ACK | RST) == SYN {
             let t = self.time(now);
-            self.on_new_syn(packet, seg, fp, t);
+            self.on_new_syn(&packet.as_segment(), seg, fp, t);
             self.sync_check();
             return RwmOutcome::Handshake;
         }
@@ -541,8 +589,8 @@ impl Rwm {
         &mut self,
         t: u64,
         side: Side,
-        packet: &mut [u8],
-        seg: &segment::Segment,
+        packet: &mut SegmentMut<'_>,
+        seg: &segment::TcpSeg,
         fp: u64,
         pos: u32,
         hot: Hot,
@@ -562,7 +610,7 @@ impl Rwm {
             return RwmOutcome::Unchanged;
         }
         if hot.stage() != Stage::Established {
-            if !self.on_handshake(packet, seg, pos, t) {
+            if !self.on_handshake(&packet.as_segment(), seg, pos, t) {
                 return RwmOutcome::Handshake;
             }
         } else {
@@ -577,7 +625,7 @@ impl Rwm {
         let Some(&hot) = self.table.hot(pos) else {
             return RwmOutcome::Untracked;
         };
-        let outcome = self.cap_window(packet, side, &Quick::of(seg, fp), &hot);
+        let outcome = self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
         if flags & FIN != 0 && self.table.fin(pos, seg.from) {
             self.table.remove(pos);
             self.stats.closed += 1;
@@ -586,15 +634,21 @@ impl Rwm {
     }
 
     /// A SYN of a connection not in the table: a half-open entry.
-    fn on_new_syn(&mut self, packet: &[u8], seg: &segment::Segment, fp: u64, t: u64) {
+    fn on_new_syn(&mut self, packet: &Segment<'_>, seg: &segment::TcpSeg, fp: u64, t: u64) {
         let (mut hot, mut cold) = table::new_entry(fp, seg.from, t);
         Self::fill_syn(&mut hot, &mut cold, packet, seg, t);
         hot.class = self.class_of(seg.dst_port);
         self.table.insert_half_open(fp, hot, cold);
     }
 
-    fn fill_syn(hot: &mut Hot, cold: &mut Cold, packet: &[u8], seg: &segment::Segment, t: u64) {
-        let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
+    fn fill_syn(
+        hot: &mut Hot,
+        cold: &mut Cold,
+        packet: &Segment<'_>,
+        seg: &segment::TcpSeg,
+        t: u64,
+    ) {
+        let opts = segment::options(packet).unwrap_or_default();
         hot.set_stage(Stage::SynSent);
         hot.mss = [0; 2];
         cold.init_isn = seg.seq;
@@ -615,7 +669,13 @@ impl Rwm {
 
     /// A segment of a connection in its handshake. `true` when it
     /// completed the handshake (the segment then goes on to be capped).
-    fn on_handshake(&mut self, packet: &[u8], seg: &segment::Segment, pos: u32, t: u64) -> bool {
+    fn on_handshake(
+        &mut self,
+        packet: &Segment<'_>,
+        seg: &segment::TcpSeg,
+        pos: u32,
+        t: u64,
+    ) -> bool {
         let Some((mut hot, mut cold)) = self.table.entry(pos) else {
             return false;
         };
@@ -635,7 +695,7 @@ impl Rwm {
         {
             hot.set_stage(Stage::SynAckSeen);
             cold.resp_isn = seg.seq;
-            let opts = segment::options(packet, seg.tcp_at).unwrap_or_default();
+            let opts = segment::options(packet).unwrap_or_default();
             Self::set_options(&mut hot, &mut cold, seg.from, seg.key.is_v6(), opts);
         } else if flags & (SYN | ACK) == ACK
             && from_initiator
@@ -672,7 +732,13 @@ impl Rwm {
 
     /// Lowers the window of a segment of an established flow to its cap.
     #[inline(always)]
-    fn cap_window(&mut self, packet: &mut [u8], side: Side, seg: &Quick, f: &Hot) -> RwmOutcome {
+    fn cap_window(
+        &mut self,
+        packet: &mut SegmentMut<'_>,
+        side: Side,
+        seg: &Quick,
+        f: &Hot,
+    ) -> RwmOutcome {
         if seg.flags & ACK == 0 {
             return RwmOutcome::Unchanged;
         }
@@ -691,7 +757,7 @@ impl Rwm {
         if written >= advertised {
             return RwmOutcome::Unchanged;
         }
-        segment::set_window(packet, seg.tcp_at, written);
+        packet.set_tcp_window(written);
         if let Some(c) = self.stats.windows_rewritten.get_mut(side.index()) {
             *c += 1;
         }

@@ -40,7 +40,7 @@
 
 use super::buckets::{Buckets, Hot, Probe, Stage, WAYS};
 use super::hash::KeyedHash;
-use super::segment::FlowKey;
+use super::segment::ConnKey;
 
 /// "No entry" in the links.
 const NIL: u32 = u32::MAX;
@@ -214,7 +214,7 @@ impl Table {
 
     /// The fingerprint of `key`.
     #[inline]
-    pub(crate) fn fingerprint(&self, key: &FlowKey) -> u64 {
+    pub(crate) fn fingerprint(&self, key: &ConnKey) -> u64 {
         self.hash.hash(key)
     }
 

@@ -32,8 +32,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ka_codec::Scale;
-use ka_codec::wire::ipv4::Ipv4Packet;
-use ka_codec::wire::ipv6;
+use ka_codec::wire::{Segment, ipv6};
 
 use super::stats::Direction;
 
@@ -62,31 +61,26 @@ pub struct Leading {
 /// The leading-fragment fields of `packet`, or `None` if it is not a
 /// leading fragment (or not a valid IP packet).
 pub fn leading_fragment(packet: &[u8]) -> Option<Leading> {
-    match ka_codec::wire::ip_version(packet)? {
-        4 => {
-            let p = Ipv4Packet::new_checked(packet).ok()?;
-            (p.frag_offset() == 0 && p.more_frags()).then(|| Leading {
-                version: 4,
-                src: IpAddr::from(p.src_addr()),
-                dst: IpAddr::from(p.dst_addr()),
-                ident: u32::from(p.ident()),
-                len: p.payload().len(),
-            })
-        }
-        6 => {
-            let l = ipv6::layout(packet).ok()?;
-            let (at, fh) = l.fragment?;
-            let p = ipv6::Ipv6Packet::new_checked(packet).ok()?;
-            (fh.offset == 0 && fh.more_frags).then(|| Leading {
-                version: 6,
-                src: IpAddr::from(p.src_addr()),
-                dst: IpAddr::from(p.dst_addr()),
-                ident: fh.ident,
-                len: p.total_len().saturating_sub(at + ipv6::FRAG_HEADER_LEN),
-            })
-        }
-        _ => None,
+    let seg = Segment::parse(packet).ok()?;
+    if !seg.is_leading_fragment() {
+        return None;
     }
+    let (src, dst, data) = match (seg.ipv4_addrs(), seg.ipv6_addrs()) {
+        (Some((s, d)), _) => (IpAddr::from(s), IpAddr::from(d), seg.ip_header_len()),
+        (_, Some((s, d))) => (
+            IpAddr::from(s),
+            IpAddr::from(d),
+            seg.fragment_header_at()? + ipv6::FRAG_HEADER_LEN,
+        ),
+        _ => return None,
+    };
+    Some(Leading {
+        version: seg.version(),
+        src,
+        dst,
+        ident: seg.ident(),
+        len: seg.total_len().saturating_sub(data),
+    })
 }
 
 /// One CSV line (without the newline) for a leading fragment written at

@@ -13,10 +13,13 @@
 //! | [`XcpSignal`] | `xcp.rs` | XCP's efficiency and fairness controllers, lowering `H_feedback` of the IPv4 XCP option |
 //!
 //! The port calls, in time order: [`Signaller::on_arrival`] for every
-//! packet that passed ingress (before the discipline's verdict),
+//! packet that passed ingress (before the discipline's verdict), with the
+//! classifier's one parse of it ([`ka_codec::wire::Segment`]),
 //! [`Signaller::on_queue`] after every enqueue attempt,
 //! [`Signaller::on_dequeue`] for every packet leaving the discipline (the
-//! stage returns the piece or pieces to serialise), and
+//! stage returns the piece or pieces to serialise; a stage that reads its
+//! headers parses it once there and hands that view to everything it does
+//! with the packet), and
 //! [`Signaller::on_timer`] at [`Signaller::next_timer`] — which comes
 //! before a dequeue due at the same instant. A stage never reads a clock.
 
@@ -30,6 +33,7 @@ pub use xcp::{XcpInterval, XcpSignal};
 use std::time::Duration;
 
 use ka_codec::Code;
+use ka_codec::wire::{Segment, SegmentMut};
 
 use crate::classify::PacketKind;
 use crate::mode::Mode;
@@ -54,7 +58,16 @@ pub type Pieces = (Vec<u8>, Option<Vec<u8>>);
 pub trait Signaller: Send {
     /// A packet passed ingress at `t` and is about to be offered to the
     /// queue discipline (whatever its verdict: RCP counts drops as input).
-    fn on_arrival(&mut self, t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters);
+    /// `seg` is the classifier's parse of an IP packet (`None` for non-IP):
+    /// read header facts from it, never parse `packet` again.
+    fn on_arrival(
+        &mut self,
+        t: Nanos,
+        packet: &[u8],
+        seg: Option<&Segment<'_>>,
+        kind: PacketKind,
+        counters: &mut Counters,
+    );
 
     /// The queue holds `q` after an enqueue attempt at `t`.
     fn on_queue(&mut self, t: Nanos, q: QueueState);
@@ -92,9 +105,15 @@ pub trait Signaller: Send {
 
     /// A packet of the opposite direction passes the router at `t` (port
     /// time), before its own egress: the stage may lower the rate echo it
-    /// carries for this port's flow. Returns whether `packet` changed.
+    /// carries for this port's flow. `packet` is parsed once by the caller
+    /// (only if [`Signaller::wants_reverse`]). Returns whether it changed.
     /// Default: nothing.
-    fn on_reverse(&mut self, t: Nanos, packet: &mut [u8], counters: &mut Counters) -> bool {
+    fn on_reverse(
+        &mut self,
+        t: Nanos,
+        packet: &mut SegmentMut<'_>,
+        counters: &mut Counters,
+    ) -> bool {
         let _ = (t, packet, counters);
         false
     }

@@ -8,12 +8,14 @@
 
 use std::time::Duration;
 
+use ka_codec::wire::{Layout, Segment, SegmentMut};
 use ka_codec::{Code, RateTable};
 
 use super::{Pieces, QueueState, Signaller, reverse};
 use crate::classify::PacketKind;
 use crate::config::{PortConfig, QueueMeasure, Signalling};
-use crate::controller::{Measurement, RateController};
+use crate::controller::packet::inspect_segment;
+use crate::controller::{Measurement, PacketInfo, RateController};
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
 use crate::persist::{self, PersistentQueue};
@@ -275,19 +277,24 @@ impl RateSignal {
         }
     }
 
-    /// The rate `packet`, leaving at `t`, carries: R, or what the
-    /// controller picks for this packet if it looks at packets
-    /// ([`RateController::rate_for`]), asked only for packets that can
-    /// carry a signal.
-    fn egress_rate(&mut self, t: Nanos, packet: &[u8]) -> f64 {
+    /// The rate `packet` (`seg`: its parse, `None` if it is not IP), leaving
+    /// at `t`, carries: R, or what the controller picks for this packet if
+    /// it looks at packets ([`RateController::rate_for`]), asked only for
+    /// packets that can carry a signal.
+    fn egress_rate(&mut self, t: Nanos, packet: &[u8], seg: Option<&Segment<'_>>) -> f64 {
         if self.controller.wants_packets() {
-            let info = crate::controller::packet::inspect(packet);
+            let info = match seg {
+                Some(seg) => inspect_segment(seg),
+                None => PacketInfo {
+                    len: packet.len(),
+                    tcp: None,
+                },
+            };
             // A KA signal needs payload to split and DF clear; native RCP
             // writes into the option, which SYNs carry too.
             let carries = match self.carrier {
                 Signalling::Ka => {
-                    let df = ka_codec::wire::ip_version(packet) == Some(4)
-                        && packet.get(6).is_some_and(|b| b & 0x40 != 0);
+                    let df = seg.is_some_and(|s| s.dont_frag());
                     !df && info.tcp.is_some_and(|t| t.payload > 0)
                 }
                 _ => true,
@@ -308,13 +315,23 @@ impl RateSignal {
         self.table.as_ref()?.encode(r)
     }
 
-    /// Per-packet signalling on dequeue.
+    /// Per-packet signalling on dequeue: the packet is parsed once here and
+    /// that parse serves the controller, the carrier and stamping.
     fn egress(&mut self, t: Nanos, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
         match self.carrier {
             Signalling::None | Signalling::Xcp => (packet, None),
             Signalling::NativeRcp => {
-                let rate = native::bytes_per_sec(self.egress_rate(t, &packet));
-                if native::lower_rcp_option(&mut packet, rate) {
+                let Ok(layout) = Layout::parse(&packet) else {
+                    // Not IP: no option to lower.
+                    let _ = self.egress_rate(t, &packet, None);
+                    return (packet, None);
+                };
+                let seg = Segment::with_layout(&packet, layout);
+                let rate = native::bytes_per_sec(self.egress_rate(t, &packet, Some(&seg)));
+                if native::lower_rcp_option_in(
+                    &mut SegmentMut::with_layout(&mut packet, layout),
+                    rate,
+                ) {
                     counters.rcp_options_lowered += 1;
                 }
                 (packet, None)
@@ -323,7 +340,9 @@ impl RateSignal {
                 if self.mode.mode() == Mode::Tcp {
                     return (packet, None);
                 }
-                let r = self.egress_rate(t, &packet);
+                let layout = Layout::parse(&packet);
+                let seg = layout.ok().map(|l| Segment::with_layout(&packet, l));
+                let r = self.egress_rate(t, &packet, seg.as_ref());
                 let Some(code) = self.signal_at(r) else {
                     return (packet, None);
                 };
@@ -336,10 +355,15 @@ impl RateSignal {
                     scale: self.config.scale,
                     saturate_min_payload: self.config.saturate_min_payload,
                 };
-                let stamped = match ka_codec::wire::ip_version(&packet) {
-                    Some(4) => stamp::stamp_ipv4_with(&sc, packet, code),
-                    Some(6) if self.config.ipv6_signal => {
-                        let s = stamp::stamp_ipv6_with(&sc, packet, code, self.ident6);
+                let stamped = match (ka_codec::wire::ip_version(&packet), layout) {
+                    (Some(4), Ok(l)) => stamp::stamp_ipv4_parsed(&sc, packet, &l, code),
+                    // Not parsable: counted as unstampable.
+                    (Some(4), Err(_)) => stamp::stamp_ipv4_with(&sc, packet, code),
+                    (Some(6), l) if self.config.ipv6_signal => {
+                        let s = match l {
+                            Ok(l) => stamp::stamp_ipv6_parsed(&sc, packet, &l, code, self.ident6),
+                            Err(_) => stamp::stamp_ipv6_with(&sc, packet, code, self.ident6),
+                        };
                         if s.is_split() {
                             self.ident6 = self.ident6.wrapping_add(1);
                         }
@@ -359,7 +383,14 @@ impl RateSignal {
 }
 
 impl Signaller for RateSignal {
-    fn on_arrival(&mut self, t: Nanos, packet: &[u8], kind: PacketKind, counters: &mut Counters) {
+    fn on_arrival(
+        &mut self,
+        t: Nanos,
+        packet: &[u8],
+        seg: Option<&Segment<'_>>,
+        kind: PacketKind,
+        counters: &mut Counters,
+    ) {
         let indicator = match kind {
             PacketKind::Ipv4 { indicator } | PacketKind::Ipv6 { indicator } => indicator,
             PacketKind::NonIp => None,
@@ -369,7 +400,7 @@ impl Signaller for RateSignal {
             // the `mode` module docs).
             let foreign = match kind {
                 PacketKind::Ipv4 { indicator } => {
-                    indicator.is_none() && packet.get(6).is_some_and(|b| b & 0x40 != 0)
+                    indicator.is_none() && seg.is_some_and(|s| s.dont_frag())
                 }
                 PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
                 PacketKind::NonIp => true,
@@ -381,13 +412,19 @@ impl Signaller for RateSignal {
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
             self.rtt_sample(t, sample);
         } else if self.carrier == Signalling::NativeRcp
-            && let Some(ms) = native::rcp_rtt_ms(packet)
+            && let Some(ms) = seg.and_then(native::rcp_rtt_ms_of)
         {
             // Native RCP carries the sender's RTT in every packet's option.
             self.rtt_sample(t, f64::from(ms));
         }
         if self.controller.wants_packets() {
-            let info = crate::controller::packet::inspect(packet);
+            let info = match seg {
+                Some(seg) => inspect_segment(seg),
+                None => PacketInfo {
+                    len: packet.len(),
+                    tcp: None,
+                },
+            };
             self.controller.on_packet(Duration::from_nanos(t), &info);
         }
         // y counts every packet offered to the queue, drops included.
@@ -466,11 +503,16 @@ impl Signaller for RateSignal {
     /// for KA only in KA mode. A KA echo gets the code of the rate,
     /// dithered between the two codes around it (each echo holds until the
     /// flow's next ACK, so the codes told average the rate).
-    fn on_reverse(&mut self, t: Nanos, packet: &mut [u8], counters: &mut Counters) -> bool {
+    fn on_reverse(
+        &mut self,
+        t: Nanos,
+        packet: &mut SegmentMut<'_>,
+        counters: &mut Counters,
+    ) -> bool {
         if !self.wants_reverse() {
             return false;
         }
-        let Some(seg) = reverse::parse(packet) else {
+        let Some(seg) = reverse::of_segment(&packet.as_segment()) else {
             return false;
         };
         let echo = match (seg.echo, self.carrier) {
@@ -503,11 +545,12 @@ impl Signaller for RateSignal {
                     return false;
                 };
                 let w = self.dither(c, r, counters).wire();
-                w < code && reverse::write(packet, seg.tcp_at, at + 4, &[w])
+                w < code && reverse::write(packet.bytes_mut(), seg.tcp_at, at + 4, &[w])
             }
             Some(reverse::Echo::Rcp { at, rate }) => {
                 let new = native::bytes_per_sec(r);
-                new < rate && reverse::write(packet, seg.tcp_at, at + 4, &new.to_be_bytes())
+                new < rate
+                    && reverse::write(packet.bytes_mut(), seg.tcp_at, at + 4, &new.to_be_bytes())
             }
             None => false,
         };

@@ -2,21 +2,20 @@
 //! [`crate::Port::on_reverse`]): find the KA-Rate (DESIGN §3.3) or
 //! RCP-Echo (§3.4) option of an ACK-carrying TCP segment and lower it in
 //! place, patching the TCP checksum incrementally (RFC 1624), so a
-//! segment whose checksum was right stays right. Never panics on any
-//! bytes: nothing is indexed that was not checked (a property test below).
+//! segment whose checksum was right stays right. The packet is read through
+//! its one parse ([`ka_codec::wire::Segment`]) and its options through the
+//! one option walker. Never panics on any bytes (a property test below).
 
-use ka_codec::options::{KA_EXID, KIND_EXPERIMENTAL, RCP_EXID};
+use ka_codec::options::{KA_EXID, RCP_EXID};
+#[cfg(test)]
 use ka_codec::wire::checksum;
-use ka_codec::wire::ipv4::{Ipv4Packet, PROTO_TCP};
-use ka_codec::wire::ipv6::{self, Ipv6Packet};
-use ka_codec::wire::tcp::TcpPacket;
+#[cfg(test)]
+use ka_codec::wire::ipv4::PROTO_TCP;
+use ka_codec::wire::opts::experiment;
+use ka_codec::wire::segment::{self, Segment};
+use ka_codec::wire::tcp::{ACK, HEADER_LEN as TCP_HEADER};
 
 use crate::controller::FlowKey;
-use crate::controller::packet::mapped;
-
-const ACK: u8 = 0x10;
-/// The TCP header without options.
-const TCP_HEADER: usize = 20;
 
 /// Which echo a segment carries, and where (offset of the option's first
 /// byte in the packet).
@@ -28,9 +27,9 @@ pub(crate) enum Echo {
     Rcp { at: usize, rate: u32 },
 }
 
-/// A reverse-direction TCP segment.
+/// What the echo stage needs of a reverse-direction TCP segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Segment {
+pub(crate) struct EchoSegment {
     /// The forward direction it belongs to (its source and destination
     /// swapped).
     pub flow: FlowKey,
@@ -42,45 +41,25 @@ pub(crate) struct Segment {
 
 /// Reads an ACK-carrying TCP segment (SYN-ACKs included): `None` for
 /// anything else (not TCP, no ACK flag, a fragment, malformed).
-pub(crate) fn parse(packet: &[u8]) -> Option<Segment> {
-    let (src, dst, tcp_at, end) = match ka_codec::wire::ip_version(packet) {
-        Some(4) => {
-            let p = Ipv4Packet::new_checked(packet).ok()?;
-            if p.protocol() != PROTO_TCP || p.frag_offset() != 0 || p.more_frags() {
-                return None;
-            }
-            (
-                mapped(p.src_addr()),
-                mapped(p.dst_addr()),
-                p.header_len(),
-                p.total_len(),
-            )
-        }
-        Some(6) => {
-            let p = Ipv6Packet::new_checked(packet).ok()?;
-            let l = ipv6::layout(packet).ok()?;
-            match l.upper {
-                Some((PROTO_TCP, off)) if l.fragment.is_none() => {
-                    (p.src_addr(), p.dst_addr(), off, p.total_len())
-                }
-                _ => return None,
-            }
-        }
-        _ => return None,
-    };
-    let seg = packet.get(tcp_at..end)?;
-    let t = TcpPacket::new_checked(seg).ok()?;
-    let flags = t.flags();
+#[cfg(test)]
+pub(crate) fn parse(packet: &[u8]) -> Option<EchoSegment> {
+    of_segment(&Segment::parse(packet).ok()?)
+}
+
+/// [`parse`] of a packet parsed already.
+pub(crate) fn of_segment(seg: &Segment<'_>) -> Option<EchoSegment> {
+    // Whole segments only: no piece of a fragmented one (an IPv6 Fragment
+    // header, even an atomic one, counts).
+    if seg.is_fragment() || seg.has_fragment_header() {
+        return None;
+    }
+    let flags = seg.tcp_flags()?;
     if flags & ACK == 0 {
         return None;
     }
-    let flow = FlowKey {
-        src: dst,
-        dst: src,
-        sport: t.dst_port(),
-        dport: t.src_port(),
-    };
-    let echo = find(t.options()).map(|e| match e {
+    let flow = seg.flow_key()?.reversed();
+    let tcp_at = seg.l4_offset()?;
+    let echo = find(seg).map(|e| match e {
         Echo::Ka { at, code } => Echo::Ka {
             at: at + tcp_at + TCP_HEADER,
             code,
@@ -90,84 +69,41 @@ pub(crate) fn parse(packet: &[u8]) -> Option<Segment> {
             rate,
         },
     });
-    Some(Segment { flow, echo, tcp_at })
+    Some(EchoSegment { flow, echo, tcp_at })
 }
 
-/// The first KA-Rate or RCP-Echo in `opts` (offsets within `opts`).
-fn find(opts: &[u8]) -> Option<Echo> {
-    let mut i = 0;
-    while let Some(&kind) = opts.get(i) {
-        match kind {
-            0 => return None,
-            1 => i += 1,
-            _ => {
-                let len = usize::from(*opts.get(i + 1)?);
-                if len < 2 {
-                    return None;
-                }
-                let o = opts.get(i..i + len)?;
-                if kind == KIND_EXPERIMENTAL {
-                    match *o {
-                        [_, 6, e0, e1, code, _] if u16::from_be_bytes([e0, e1]) == KA_EXID => {
-                            return Some(Echo::Ka { at: i, code });
-                        }
-                        [_, 8, e0, e1, r0, r1, r2, r3]
-                            if u16::from_be_bytes([e0, e1]) == RCP_EXID =>
-                        {
-                            let rate = u32::from_be_bytes([r0, r1, r2, r3]);
-                            return Some(Echo::Rcp { at: i, rate });
-                        }
-                        _ => {}
-                    }
-                }
-                i += len;
+/// The first KA-Rate or RCP-Echo among the segment's TCP options (offsets
+/// within the options area); `None` also if the walk meets a malformed
+/// option first.
+fn find(seg: &Segment<'_>) -> Option<Echo> {
+    for opt in seg.tcp_option_iter() {
+        let opt = opt.ok()?;
+        match (experiment(&opt), opt.bytes.len()) {
+            (Some((KA_EXID, &[code, _])), 6) => {
+                return Some(Echo::Ka {
+                    at: opt.offset,
+                    code,
+                });
             }
+            (Some((RCP_EXID, &[r0, r1, r2, r3])), 8) => {
+                let rate = u32::from_be_bytes([r0, r1, r2, r3]);
+                return Some(Echo::Rcp {
+                    at: opt.offset,
+                    rate,
+                });
+            }
+            _ => {}
         }
     }
     None
 }
 
 /// Replaces `packet[at..at + new.len()]` with `new`, patching the TCP
-/// checksum at `tcp_at + 16` incrementally. `at` must be inside the TCP
-/// header (as [`parse`] found it). Returns false if out of range.
+/// checksum at `tcp_at + 16` incrementally
+/// ([`ka_codec::wire::segment::patch_tcp`]). `at` must be inside the TCP
+/// header (as [`of_segment`] found it). Returns false if out of range.
 pub(crate) fn write(packet: &mut [u8], tcp_at: usize, at: usize, new: &[u8]) -> bool {
-    let end = at + new.len();
-    if at < tcp_at + TCP_HEADER || packet.len() < end {
-        return false;
-    }
-    // The 16-bit words (relative to the TCP header's start) `new` touches.
-    let w0 = tcp_at + ((at - tcp_at) & !1);
-    let w1 = tcp_at + (end - tcp_at).div_ceil(2) * 2;
-    let mut old = [0u8; 16];
-    let (Some(o), Some(words)) = (old.get_mut(..w1 - w0), packet.get(w0..w1)) else {
-        return false;
-    };
-    o.copy_from_slice(words);
-    let Some(field) = packet.get_mut(at..end) else {
-        return false;
-    };
-    field.copy_from_slice(new);
-    let (Some(&[c0, c1]), Some(o), Some(n)) = (
-        packet.get(tcp_at + 16..tcp_at + 18),
-        old.get(..w1 - w0),
-        packet.get(w0..w1),
-    ) else {
-        return false;
-    };
-    let mut c = u16::from_be_bytes([c0, c1]);
-    for (o, n) in o.chunks_exact(2).zip(n.chunks_exact(2)) {
-        if let (&[o0, o1], &[n0, n1]) = (o, n) {
-            c = checksum::update(
-                c,
-                u16::from_be_bytes([o0, o1]),
-                u16::from_be_bytes([n0, n1]),
-            );
-        }
-    }
-    if let Some(dst) = packet.get_mut(tcp_at + 16..tcp_at + 18) {
-        dst.copy_from_slice(&c.to_be_bytes());
-    }
-    true
+    segment::patch_tcp(packet, tcp_at, at, new)
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@
 use std::any::Any;
 use std::time::Duration;
 
+use ka_codec::wire::Segment;
 use ka_codec::xcp_option::{self, Lowered};
 
 use super::{Pieces, QueueState, Signaller};
@@ -306,12 +307,19 @@ fn to_i32(f: f64) -> i32 {
 }
 
 impl Signaller for XcpSignal {
-    fn on_arrival(&mut self, _t: Nanos, packet: &[u8], kind: PacketKind, _c: &mut Counters) {
+    fn on_arrival(
+        &mut self,
+        _t: Nanos,
+        packet: &[u8],
+        seg: Option<&Segment<'_>>,
+        kind: PacketKind,
+        _c: &mut Counters,
+    ) {
         self.sums.bytes += packet.len() as u64;
         if !matches!(kind, PacketKind::Ipv4 { .. }) {
             return;
         }
-        let Ok(Some((_, opt))) = xcp_option::find_in_packet(packet) else {
+        let Some(Ok(Some((_, opt)))) = seg.map(xcp_option::find_in_segment) else {
             return;
         };
         let Some(r) = header_rtt(opt.rtt_us) else {
@@ -363,10 +371,11 @@ impl Signaller for XcpSignal {
         counters: &mut Counters,
     ) -> Pieces {
         self.persistent.observe(q.bytes);
-        if ka_codec::wire::ip_version(&packet) != Some(4) {
+        // The one parse of the packet on its way out.
+        let Ok(seg) = Segment::parse(&packet) else {
             return (packet, None);
-        }
-        let Ok(Some((_, opt))) = xcp_option::find_in_packet(&packet) else {
+        };
+        let Ok(Some((at, opt))) = xcp_option::find_in_segment(&seg) else {
             return (packet, None);
         };
         let feedback = match header_rtt(opt.rtt_us) {
@@ -378,7 +387,8 @@ impl Signaller for XcpSignal {
             // No RTT: the formulas give it nothing.
             None => 0,
         };
-        if let Ok(Lowered::From(_)) = xcp_option::lower_feedback_in_packet(&mut packet, feedback) {
+        if let Ok(Lowered::From(_)) = xcp_option::lower_feedback_at(&mut packet, at, opt, feedback)
+        {
             counters.xcp_feedback_lowered += 1;
         }
         (packet, None)

@@ -1,6 +1,7 @@
 //! IPv4 stamping (RFC 791 fragmentation of the leading piece).
 
 use ka_codec::Code;
+use ka_codec::wire::Layout;
 use ka_codec::wire::ipv4::{Ipv4Packet, MAX_HEADER_LEN, MIN_HEADER_LEN, copied_options};
 
 use super::{Skip, StampConfig, Stamped};
@@ -22,17 +23,32 @@ pub fn stamp_ipv4(packet: Vec<u8>, wanted: Code) -> Stamped {
 /// bytes, so the smaller header of the rest does not move it). Both keep the
 /// identification and get fresh header checksums. TTL is not touched here.
 /// Bytes after the header's total length are dropped.
-pub fn stamp_ipv4_with(config: &StampConfig, mut packet: Vec<u8>, wanted: Code) -> Stamped {
-    let (hl, tl, df, mf, off) = match Ipv4Packet::new_checked(packet.as_slice()) {
-        Ok(p) => (
-            p.header_len(),
-            p.total_len(),
-            p.dont_frag(),
-            p.more_frags(),
-            p.frag_offset(),
-        ),
-        Err(_) => return Stamped::Untouched(packet, Skip::Unparsable),
-    };
+pub fn stamp_ipv4_with(config: &StampConfig, packet: Vec<u8>, wanted: Code) -> Stamped {
+    match Layout::parse(&packet) {
+        Ok(layout) => stamp_ipv4_parsed(config, packet, &layout, wanted),
+        Err(_) => Stamped::Untouched(packet, Skip::Unparsable),
+    }
+}
+
+/// [`stamp_ipv4_with`] of a packet parsed already: `layout` is
+/// [`Layout::parse`] of `packet` (anything but IPv4 is
+/// [`Skip::Unparsable`]).
+pub fn stamp_ipv4_parsed(
+    config: &StampConfig,
+    mut packet: Vec<u8>,
+    layout: &Layout,
+    wanted: Code,
+) -> Stamped {
+    if !layout.is_ipv4() {
+        return Stamped::Untouched(packet, Skip::Unparsable);
+    }
+    let (hl, tl, df, mf, off) = (
+        layout.ip_header_len(),
+        layout.total_len(),
+        layout.dont_frag(),
+        layout.more_frags(),
+        layout.frag_offset(),
+    );
     if df {
         return Stamped::Untouched(packet, Skip::DontFragment);
     }

@@ -4,8 +4,8 @@ use ka_codec::Code;
 use ka_codec::rtt;
 use ka_codec::wire::ipv6::{
     FRAG_HEADER_LEN, FragmentHeader, HEADER_LEN, Ipv6Layout, Ipv6Packet, NEXT_HEADER_FRAGMENT,
-    layout,
 };
+use ka_codec::wire::{Layout, Segment};
 
 use super::{Skip, StampConfig, Stamped};
 
@@ -38,11 +38,29 @@ pub fn stamp_ipv6(packet: Vec<u8>, wanted: Code, ident: u32) -> Stamped {
 /// Payload lengths are fixed in both pieces; the hop limit is not touched
 /// here. Bytes after `40 + payload length` are dropped.
 pub fn stamp_ipv6_with(config: &StampConfig, packet: Vec<u8>, wanted: Code, ident: u32) -> Stamped {
-    let total = match Ipv6Packet::new_checked(packet.as_slice()) {
-        Ok(p) => p.total_len(),
-        Err(_) => return Stamped::Untouched(packet, Skip::Unparsable),
+    match Layout::parse(&packet) {
+        Ok(layout) => stamp_ipv6_parsed(config, packet, &layout, wanted, ident),
+        Err(_) => Stamped::Untouched(packet, Skip::Unparsable),
+    }
+}
+
+/// [`stamp_ipv6_with`] of a packet parsed already: `layout` is
+/// [`Layout::parse`] of `packet` (anything but IPv6 with a walkable
+/// extension-header chain is [`Skip::Unparsable`]).
+pub fn stamp_ipv6_parsed(
+    config: &StampConfig,
+    packet: Vec<u8>,
+    layout: &Layout,
+    wanted: Code,
+    ident: u32,
+) -> Stamped {
+    let total = layout.total_len();
+    let lay = if layout.is_ipv6() {
+        Segment::with_layout(&packet, *layout).ipv6_layout()
+    } else {
+        None
     };
-    let Ok(lay) = layout(packet.as_slice()) else {
+    let Some(lay) = lay else {
         return Stamped::Untouched(packet, Skip::Unparsable);
     };
     if lay.fragment.is_none() && rtt::classify_v6(total).is_some() {
@@ -64,12 +82,19 @@ pub fn stamp_ipv6_with(config: &StampConfig, packet: Vec<u8>, wanted: Code, iden
 /// indicators (senders emit indicators as whole packets). An IPv6 packet
 /// whose header chain cannot be walked counts as an indicator by length.
 pub fn is_ipv6_indicator(packet: &[u8]) -> Option<u8> {
-    let total = Ipv6Packet::new_checked(packet).ok()?.total_len();
-    let k = rtt::classify_v6(total)?;
-    match layout(packet) {
-        Ok(l) if l.fragment.is_some() => None,
-        _ => Some(k),
+    match Layout::parse(packet) {
+        Ok(l) if l.is_ipv6() => ipv6_indicator(&l),
+        _ => None,
     }
+}
+
+/// [`is_ipv6_indicator`] of a packet parsed already (`None` for IPv4).
+pub fn ipv6_indicator(layout: &Layout) -> Option<u8> {
+    if !layout.is_ipv6() {
+        return None;
+    }
+    let k = rtt::classify_v6(layout.total_len())?;
+    (!layout.has_fragment_header()).then_some(k)
 }
 
 fn insert_fragment_header(

@@ -32,8 +32,8 @@
 mod ipv4;
 mod ipv6;
 
-pub use ipv4::{stamp_ipv4, stamp_ipv4_with};
-pub use ipv6::{is_ipv6_indicator, stamp_ipv6, stamp_ipv6_with};
+pub use ipv4::{stamp_ipv4, stamp_ipv4_parsed, stamp_ipv4_with};
+pub use ipv6::{ipv6_indicator, is_ipv6_indicator, stamp_ipv6, stamp_ipv6_parsed, stamp_ipv6_with};
 
 use ka_codec::{Code, Scale};
 

@@ -1,12 +1,16 @@
-//! One captured frame → the fields `ka-trace` reads, parsed with
-//! `etherparse` (link layer, IP header and extensions, TCP header); the
-//! KA/RCP/XCP options, which etherparse does not know, are walked here.
+//! One captured frame → the fields `ka-trace` reads: the link layer and
+//! the IP header and extensions with `etherparse` (which reads captures cut
+//! short by a snap length, too); the TCP header and every option with
+//! `ka_codec::wire` (its TCP view and its one option walker), the KA, RCP
+//! and XCP options by their `ka_codec` ExIDs and types.
 
 use std::net::IpAddr;
 
-use etherparse::{
-    EtherType, Ipv6ExtensionSlice, LaxIpPayloadSlice, LaxNetSlice, LaxSlicedPacket, TcpHeaderSlice,
-};
+use etherparse::{EtherType, Ipv6ExtensionSlice, LaxIpPayloadSlice, LaxNetSlice, LaxSlicedPacket};
+use ka_codec::options::{KA_EXID, RCP_EXID, XCP_EXID};
+use ka_codec::rcp_option::{self, RcpOption};
+use ka_codec::wire::opts::{OptionIter, experiment};
+use ka_codec::wire::tcp::TcpPacket;
 
 /// `LINKTYPE_NULL` / `LINKTYPE_LOOP`: a 4-byte address family.
 const LINKTYPE_NULL: u32 = 0;
@@ -235,17 +239,17 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
 /// segment's length when known (an unfragmented packet).
 fn tcp(p: &LaxIpPayloadSlice<'_>, segment_len: Option<usize>) -> Option<TcpInfo> {
     let b = p.payload;
-    match TcpHeaderSlice::from_slice(b) {
+    match TcpPacket::new_checked(b) {
         Ok(h) => {
             let mut t = TcpInfo {
-                sport: h.source_port(),
-                dport: h.destination_port(),
-                seq: h.sequence_number(),
-                ack: h.acknowledgment_number(),
-                flags: h.slice().get(13).copied().unwrap_or(0),
-                payload_len: segment_len.map(|n| n.saturating_sub(h.slice().len())),
+                sport: h.src_port(),
+                dport: h.dst_port(),
+                seq: h.seq(),
+                ack: h.ack(),
+                flags: h.flags(),
+                payload_len: segment_len.map(|n| n.saturating_sub(h.header_len())),
                 full_header: true,
-                header_len: h.slice().len(),
+                header_len: h.header_len(),
                 ..TcpInfo::default()
             };
             tcp_options(h.options(), &mut t);
@@ -264,85 +268,55 @@ fn tcp(p: &LaxIpPayloadSlice<'_>, segment_len: Option<usize>) -> Option<TcpInfo>
     }
 }
 
-/// Walks TCP options for the RFC 6994 experimental ones (kind 253).
+/// The RFC 6994 experimental TCP options (kind 253) of the KA, RCP and
+/// XCP experiments; the walk stops at a malformed option.
 fn tcp_options(opts: &[u8], t: &mut TcpInfo) {
-    let mut i = 0;
-    while let Some(&kind) = opts.get(i) {
-        match kind {
-            0 => break,
-            1 => {
-                i += 1;
-                continue;
+    for opt in OptionIter::new(opts) {
+        let Ok(opt) = opt else {
+            break;
+        };
+        match experiment(&opt) {
+            Some((KA_EXID, [])) => t.ka_permitted = true,
+            Some((KA_EXID, [code, count])) => t.ka_rate = Some((*code, *count)),
+            Some((RCP_EXID, [])) => t.rcp_permitted = true,
+            Some((RCP_EXID, [a, b, c, d])) => {
+                t.rcp_echo = Some(u32::from_be_bytes([*a, *b, *c, *d]));
+            }
+            Some((XCP_EXID, [])) => t.xcp_permitted = true,
+            Some((XCP_EXID, [a, b, c, d])) => {
+                t.xcp_echo = Some(i32::from_be_bytes([*a, *b, *c, *d]));
             }
             _ => {}
         }
-        let len = usize::from(opts.get(i + 1).copied().unwrap_or(0));
-        let Some(o) = opts.get(i..i + len).filter(|_| len >= 2) else {
-            break;
-        };
-        if kind == 253 && len >= 4 {
-            let exid = o
-                .get(2..4)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u16::from_be_bytes);
-            let body = o.get(4..).unwrap_or(&[]);
-            match (exid, body) {
-                (0x4B41, []) => t.ka_permitted = true,
-                (0x4B41, [code, count]) => t.ka_rate = Some((*code, *count)),
-                (0x4B52, []) => t.rcp_permitted = true,
-                (0x4B52, [a, b, c, d]) => t.rcp_echo = Some(u32::from_be_bytes([*a, *b, *c, *d])),
-                (0x5843, []) => t.xcp_permitted = true,
-                (0x5843, [a, b, c, d]) => t.xcp_echo = Some(i32::from_be_bytes([*a, *b, *c, *d])),
-                _ => {}
-            }
-        }
-        i += len;
     }
 }
 
-/// Walks IPv4 options for native RCP (30) and XCP (94).
+/// The IPv4 options of native RCP (the last well-formed one before the
+/// walk ends) and XCP (`ka_codec::xcp_option::find_in`; a malformed
+/// options area just has none).
 fn ip_options(opts: &[u8]) -> (Option<RcpOpt>, Option<XcpOpt>) {
     let mut rcp = None;
-    let mut xcp = None;
-    let mut i = 0;
-    while let Some(&kind) = opts.get(i) {
-        match kind {
-            0 => break,
-            1 => {
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        let len = usize::from(opts.get(i + 1).copied().unwrap_or(0));
-        let Some(o) = opts.get(i..i + len).filter(|_| len >= 2) else {
+    for opt in OptionIter::new(opts) {
+        let Ok(opt) = opt else {
             break;
         };
-        let be32 = |at: usize| {
-            o.get(at..at + 4)
-                .and_then(|s| s.try_into().ok())
-                .map(u32::from_be_bytes)
-        };
-        if (kind, len) == (30, 8) {
-            rcp = be32(2).map(|r| RcpOpt {
-                rate_bytes_per_sec: r,
-                rtt_ms: o
-                    .get(6..8)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u16::from_be_bytes),
+        if opt.kind == rcp_option::OPTION_TYPE
+            && let Ok(o) = RcpOption::parse(opt.bytes)
+        {
+            rcp = Some(RcpOpt {
+                rate_bytes_per_sec: o.rate_bytes_per_sec,
+                rtt_ms: o.rtt_ms,
             });
         }
-        i += len;
     }
-    // The one XCP codec (the endpoint's and the router's); a malformed
-    // options area just has no XCP option here.
-    if let Ok(Some((_, o))) = ka_codec::xcp_option::find_in(opts) {
-        xcp = Some(XcpOpt {
+    let xcp = match ka_codec::xcp_option::find_in(opts) {
+        Ok(Some((_, o))) => Some(XcpOpt {
             cwnd: o.cwnd_bytes,
             rtt_us: o.rtt_us,
             feedback: o.feedback_bytes,
-        });
-    }
+        }),
+        _ => None,
+    };
     (rcp, xcp)
 }
 

@@ -1,0 +1,857 @@
+//! One parse of a whole IP packet: where its headers are, its fragment
+//! fields, its flow and, for TCP, the header every stage reads.
+//!
+//! A router stage that needs header facts (the port's classifier, the rate
+//! controllers, stamping, the RCP and XCP carriers, the reverse-path echo
+//! rewrite, RWM) used to parse the packet itself. Here the packet is parsed
+//! once, by [`Layout::parse`], into a small plain-data [`Layout`] (offsets,
+//! lengths, flags; 28 bytes, `Copy`, no borrow), and every stage reads the
+//! packet through a view that pairs the bytes with it:
+//!
+//! * [`Segment`] over `&[u8]`: every fact, read at the offsets the layout
+//!   names;
+//! * [`SegmentMut`] over `&mut [u8]`: the same, plus the in-place rewrites
+//!   the stages make (TCP window, bytes of the TCP options, IPv4 options),
+//!   which never move a header.
+//!
+//! A layout may be kept apart from its bytes (e.g. next to an owned
+//! buffer) and re-joined with [`Segment::with_layout`]; that is only
+//! meaningful for the bytes it was parsed from (or bytes whose header
+//! lengths and offsets have not changed since), but never panics on any.
+//!
+//! **What a parse accepts.** Exactly the packets the IP views accept:
+//! version 4 passing [`Ipv4Packet::new_checked`], version 6 passing
+//! [`Ipv6Packet::new_checked`]; anything else is an error. Within an
+//! accepted packet the upper layer is optional: it is *reached* for IPv4
+//! packets with fragment offset 0 (whole packets and leading fragments) and
+//! for IPv6 packets whose extension-header chain [`ipv6::layout`] walks to
+//! an upper-layer header (an IPv6 packet whose chain does not walk is still
+//! accepted, with [`Layout::ipv6_chain_ok`] false). A TCP header counts
+//! only if it passes [`TcpPacket::new_checked`] within the IP total length.
+//! No checksum is verified (the port's classifier does that for IPv4).
+//!
+//! Plain IPv4 packets with a 20-byte header (nearly all) are read from a
+//! fixed 40-byte array, constant offsets checked at compile time; a test
+//! holds that path equal to the general one on arbitrary bytes.
+
+use core::ops::Deref;
+
+use super::ipv4::{self, Ipv4Packet, PROTO_TCP, PROTO_UDP};
+use super::ipv6::{self, FragmentHeader, Ipv6Layout, Ipv6Packet};
+use super::opts::OptionIter;
+use super::tcp::{self, TcpPacket};
+use super::{WireError, array, be16, be32, byte, checksum, sub, sub_mut};
+
+const F_DF: u8 = 1 << 0;
+const F_MF: u8 = 1 << 1;
+/// The upper-layer header was reached (`l4_proto`, `l4_offset` valid).
+const F_L4: u8 = 1 << 2;
+/// A TCP header passing `TcpPacket::new_checked` is at `l4_offset`.
+const F_TCP: u8 = 1 << 3;
+/// IPv6: the extension-header chain walked (always set for IPv4).
+const F_CHAIN: u8 = 1 << 4;
+/// IPv6: a Fragment header is at `frag_header_at`.
+const F_FRAG_HDR: u8 = 1 << 5;
+
+/// An IPv4 address in the IPv4-mapped IPv6 form (RFC 4291 §2.5.5.2), as
+/// [`FlowKey`] holds it.
+pub const fn ipv4_mapped(a: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
+    ]
+}
+
+/// One direction of a flow: addresses (IPv4 in the IPv4-mapped IPv6 form,
+/// RFC 4291 §2.5.5.2), ports (0 for protocols without) and the upper-layer
+/// protocol. Ordered field by field in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FlowKey {
+    /// Source address.
+    pub src: [u8; 16],
+    /// Destination address.
+    pub dst: [u8; 16],
+    /// Source port.
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// Upper-layer protocol (6 for TCP).
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// An IPv4 flow.
+    pub const fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> Self {
+        FlowKey {
+            src: ipv4_mapped(src),
+            dst: ipv4_mapped(dst),
+            sport,
+            dport,
+            proto,
+        }
+    }
+
+    /// The other direction of the same flow.
+    pub const fn reversed(&self) -> Self {
+        FlowKey {
+            src: self.dst,
+            dst: self.src,
+            sport: self.dport,
+            dport: self.sport,
+            proto: self.proto,
+        }
+    }
+
+    /// Both addresses as IPv4, if both are IPv4-mapped.
+    pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
+        fn v4(a: &[u8; 16]) -> Option<[u8; 4]> {
+            match *a {
+                [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3] => {
+                    Some([a0, a1, a2, a3])
+                }
+                _ => None,
+            }
+        }
+        Some((v4(&self.src)?, v4(&self.dst)?))
+    }
+}
+
+/// Where the headers of an IP packet are: the result of one parse
+/// ([`Layout::parse`]). Plain data; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layout {
+    total_len: u32,
+    l4_offset: u32,
+    frag_header_at: u32,
+    unfragmentable_len: u32,
+    next_header_field: u32,
+    /// Fragment offset in bytes.
+    frag_offset: u16,
+    version: u8,
+    ip_header_len: u8,
+    l4_proto: u8,
+    tcp_header_len: u8,
+    flags: u8,
+}
+
+impl Layout {
+    /// Parses a whole IP packet (see the module docs for what is accepted).
+    /// Errors are those of [`Ipv4Packet::new_checked`] /
+    /// [`Ipv6Packet::new_checked`]; a buffer whose version nibble is neither
+    /// 4 nor 6 is `BadVersion` (empty: `Truncated`).
+    #[inline]
+    pub fn parse(packet: &[u8]) -> Result<Self, WireError> {
+        match packet.first_chunk::<40>() {
+            Some(h) if h[0] == 0x45 => Self::parse_v4_plain(h, packet.len()),
+            _ => Self::parse_general(packet),
+        }
+    }
+
+    /// [`Layout::parse`] without the fixed-offset fast path (the reference
+    /// the fast path is tested against).
+    pub fn parse_general(packet: &[u8]) -> Result<Self, WireError> {
+        match super::ip_version(packet) {
+            Some(4) => Self::parse_v4(packet),
+            Some(6) => Self::parse_v6(packet),
+            Some(_) => Err(WireError::BadVersion),
+            None => Err(WireError::Truncated),
+        }
+    }
+
+    const fn empty(version: u8) -> Self {
+        Layout {
+            total_len: 0,
+            l4_offset: 0,
+            frag_header_at: 0,
+            unfragmentable_len: 0,
+            next_header_field: 0,
+            frag_offset: 0,
+            version,
+            ip_header_len: 0,
+            l4_proto: 0,
+            tcp_header_len: 0,
+            flags: 0,
+        }
+    }
+
+    /// The fast path: version 4, IHL 5, at least 40 bytes in the buffer
+    /// (`h`: its first 40; `len`: the whole buffer's). The checks of
+    /// `Ipv4Packet::new_checked` and `TcpPacket::new_checked`.
+    #[inline]
+    fn parse_v4_plain(h: &[u8; 40], len: usize) -> Result<Self, WireError> {
+        let be = |a: u8, b: u8| u16::from_be_bytes([a, b]);
+        let total = usize::from(be(h[2], h[3]));
+        if total < ipv4::MIN_HEADER_LEN {
+            return Err(WireError::BadTotalLen);
+        }
+        if total > len {
+            return Err(WireError::Truncated);
+        }
+        let fo = be(h[6], h[7]);
+        let mut l = Layout::empty(4);
+        l.total_len = total as u32;
+        l.ip_header_len = ipv4::MIN_HEADER_LEN as u8;
+        l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u32;
+        l.next_header_field = 9;
+        l.l4_offset = ipv4::MIN_HEADER_LEN as u32;
+        l.l4_proto = h[9];
+        l.frag_offset = (fo & 0x1FFF) << 3;
+        l.flags = F_CHAIN | flag(fo & 0x4000 != 0, F_DF) | flag(fo & 0x2000 != 0, F_MF);
+        if fo & 0x1FFF == 0 {
+            l.flags |= F_L4;
+            if h[9] == PROTO_TCP {
+                let tcp_len = total - ipv4::MIN_HEADER_LEN;
+                let data_offset = usize::from(h[32] >> 4) * 4;
+                if tcp_len >= tcp::HEADER_LEN
+                    && data_offset >= tcp::HEADER_LEN
+                    && data_offset <= tcp_len
+                {
+                    l.flags |= F_TCP;
+                    l.tcp_header_len = data_offset as u8;
+                }
+            }
+        }
+        Ok(l)
+    }
+
+    fn parse_v4(packet: &[u8]) -> Result<Self, WireError> {
+        let p = Ipv4Packet::new_checked(packet)?;
+        let (hl, total) = (p.header_len(), p.total_len());
+        let mut l = Layout::empty(4);
+        l.total_len = total as u32;
+        l.ip_header_len = hl as u8;
+        l.unfragmentable_len = hl as u32;
+        l.next_header_field = 9;
+        l.l4_offset = hl as u32;
+        l.l4_proto = p.protocol();
+        l.frag_offset = p.frag_offset() as u16;
+        l.flags = F_CHAIN | flag(p.dont_frag(), F_DF) | flag(p.more_frags(), F_MF);
+        if p.frag_offset() == 0 {
+            l.flags |= F_L4;
+            if p.protocol() == PROTO_TCP {
+                l.check_tcp(packet);
+            }
+        }
+        Ok(l)
+    }
+
+    fn parse_v6(packet: &[u8]) -> Result<Self, WireError> {
+        let p = Ipv6Packet::new_checked(packet)?;
+        let mut l = Layout::empty(6);
+        l.total_len = p.total_len() as u32;
+        l.ip_header_len = ipv6::HEADER_LEN as u8;
+        let Ok(lay) = ipv6::layout_of(&p) else {
+            return Ok(l);
+        };
+        l.flags |= F_CHAIN;
+        l.unfragmentable_len = lay.unfragmentable_len as u32;
+        l.next_header_field = lay.next_header_field as u32;
+        if let Some((at, fh)) = lay.fragment {
+            l.flags |= F_FRAG_HDR | flag(fh.more_frags, F_MF);
+            l.frag_header_at = at as u32;
+            l.frag_offset = fh.offset as u16;
+        }
+        if let Some((proto, off)) = lay.upper {
+            l.flags |= F_L4;
+            l.l4_proto = proto;
+            l.l4_offset = off as u32;
+            if proto == PROTO_TCP {
+                l.check_tcp(packet);
+            }
+        }
+        Ok(l)
+    }
+
+    /// Sets the TCP flag if a checked TCP header is at `l4_offset`.
+    fn check_tcp(&mut self, packet: &[u8]) {
+        let seg = sub(packet, self.l4_offset as usize, self.total_len as usize);
+        if let Ok(t) = TcpPacket::new_checked(seg) {
+            self.flags |= F_TCP;
+            self.tcp_header_len = t.header_len() as u8;
+        }
+    }
+
+    #[inline]
+    const fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    /// 4 or 6.
+    #[inline]
+    pub const fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// Whether this is IPv4.
+    #[inline]
+    pub const fn is_ipv4(&self) -> bool {
+        self.version == 4
+    }
+
+    /// Whether this is IPv6.
+    #[inline]
+    pub const fn is_ipv6(&self) -> bool {
+        self.version == 6
+    }
+
+    /// The IP header length: IHL·4 for IPv4, 40 (the fixed header) for IPv6.
+    #[inline]
+    pub const fn ip_header_len(&self) -> usize {
+        self.ip_header_len as usize
+    }
+
+    /// The packet's total length by its header (IPv4 Total Length, IPv6
+    /// 40 + Payload Length): where the packet ends in the buffer.
+    #[inline]
+    pub const fn total_len(&self) -> usize {
+        self.total_len as usize
+    }
+
+    /// IPv4 Don't Fragment (false for IPv6, which has none).
+    #[inline]
+    pub const fn dont_frag(&self) -> bool {
+        self.has(F_DF)
+    }
+
+    /// More fragments follow: IPv4 MF, or the M flag of the IPv6 Fragment
+    /// header.
+    #[inline]
+    pub const fn more_frags(&self) -> bool {
+        self.has(F_MF)
+    }
+
+    /// The fragment offset in bytes (IPv4 header, or the IPv6 Fragment
+    /// header; 0 if there is none).
+    #[inline]
+    pub const fn frag_offset(&self) -> usize {
+        self.frag_offset as usize
+    }
+
+    /// A piece of a fragmented datagram: MF set or offset ≠ 0 (an IPv6
+    /// atomic fragment, offset 0 and M clear, is not one).
+    #[inline]
+    pub const fn is_fragment(&self) -> bool {
+        self.more_frags() || self.frag_offset != 0
+    }
+
+    /// The leading piece of a fragmented datagram: offset 0 and MF set.
+    #[inline]
+    pub const fn is_leading_fragment(&self) -> bool {
+        self.more_frags() && self.frag_offset == 0
+    }
+
+    /// IPv6: where the Fragment header starts, if there is one.
+    #[inline]
+    pub const fn fragment_header_at(&self) -> Option<usize> {
+        if self.has(F_FRAG_HDR) {
+            Some(self.frag_header_at as usize)
+        } else {
+            None
+        }
+    }
+
+    /// IPv6: whether there is a Fragment header (atomic ones included).
+    #[inline]
+    pub const fn has_fragment_header(&self) -> bool {
+        self.has(F_FRAG_HDR)
+    }
+
+    /// IPv6: whether the extension-header chain could be walked
+    /// ([`ipv6::layout`] succeeded). Always true for IPv4.
+    #[inline]
+    pub const fn ipv6_chain_ok(&self) -> bool {
+        self.has(F_CHAIN)
+    }
+
+    /// The upper-layer protocol and where its header starts, when reached
+    /// (not for non-first fragments, nor IPv6 chains that do not walk).
+    #[inline]
+    pub const fn l4(&self) -> Option<(u8, usize)> {
+        if self.has(F_L4) {
+            Some((self.l4_proto, self.l4_offset as usize))
+        } else {
+            None
+        }
+    }
+
+    /// The upper-layer protocol, when reached.
+    #[inline]
+    pub const fn l4_proto(&self) -> Option<u8> {
+        if self.has(F_L4) {
+            Some(self.l4_proto)
+        } else {
+            None
+        }
+    }
+
+    /// Where the upper-layer header starts, when reached.
+    #[inline]
+    pub const fn l4_offset(&self) -> Option<usize> {
+        if self.has(F_L4) {
+            Some(self.l4_offset as usize)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a whole TCP header is at [`Layout::l4_offset`].
+    #[inline]
+    pub const fn is_tcp(&self) -> bool {
+        self.has(F_TCP)
+    }
+
+    /// The TCP header length (data offset · 4; 0 unless [`Layout::is_tcp`]).
+    #[inline]
+    pub const fn tcp_header_len(&self) -> usize {
+        self.tcp_header_len as usize
+    }
+
+    /// TCP payload bytes in this packet (of this piece, for a leading
+    /// fragment), if [`Layout::is_tcp`].
+    #[inline]
+    pub const fn tcp_payload_len(&self) -> Option<usize> {
+        if self.is_tcp() {
+            Some(
+                (self.total_len as usize)
+                    .saturating_sub(self.l4_offset as usize + self.tcp_header_len as usize),
+            )
+        } else {
+            None
+        }
+    }
+
+    /// IPv6: the parts [`ipv6::layout`] finds, without the Fragment
+    /// header's contents (those need the bytes: [`Segment::ipv6_layout`]).
+    #[inline]
+    pub const fn ipv6_unfragmentable(&self) -> Option<(usize, usize)> {
+        if self.is_ipv6() && self.ipv6_chain_ok() {
+            Some((
+                self.unfragmentable_len as usize,
+                self.next_header_field as usize,
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+#[inline]
+const fn flag(on: bool, f: u8) -> u8 {
+    if on { f } else { 0 }
+}
+
+/// A parsed IP packet: its bytes and its [`Layout`]. Dereferences to the
+/// layout for the facts that need no bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment<'a> {
+    buf: &'a [u8],
+    layout: Layout,
+}
+
+impl Deref for Segment<'_> {
+    type Target = Layout;
+
+    #[inline]
+    fn deref(&self) -> &Layout {
+        &self.layout
+    }
+}
+
+impl<'a> Segment<'a> {
+    /// Parses `packet` once ([`Layout::parse`]).
+    #[inline]
+    pub fn parse(packet: &'a [u8]) -> Result<Self, WireError> {
+        Ok(Segment {
+            layout: Layout::parse(packet)?,
+            buf: packet,
+        })
+    }
+
+    /// Joins bytes with the layout parsed from them earlier (see the module
+    /// docs). Never panics, whatever the bytes.
+    #[inline]
+    pub const fn with_layout(packet: &'a [u8], layout: Layout) -> Self {
+        Segment {
+            buf: packet,
+            layout,
+        }
+    }
+
+    /// The layout.
+    #[inline]
+    pub const fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The whole buffer (may extend past [`Layout::total_len`]).
+    #[inline]
+    pub const fn bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The packet proper, `0..total_len`.
+    #[inline]
+    pub fn packet(&self) -> &'a [u8] {
+        sub(self.buf, 0, self.total_len())
+    }
+
+    /// The IPv4 header view, for IPv4.
+    #[inline]
+    pub fn ipv4(&self) -> Option<Ipv4Packet<&'a [u8]>> {
+        self.is_ipv4().then(|| Ipv4Packet::new_unchecked(self.buf))
+    }
+
+    /// The IPv6 header view, for IPv6.
+    #[inline]
+    pub fn ipv6(&self) -> Option<Ipv6Packet<&'a [u8]>> {
+        self.is_ipv6().then(|| Ipv6Packet::new_unchecked(self.buf))
+    }
+
+    /// Both IPv4 addresses (source, destination), for IPv4.
+    #[inline]
+    pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
+        self.is_ipv4()
+            .then(|| (array(self.buf, 12), array(self.buf, 16)))
+    }
+
+    /// Both IPv6 addresses (source, destination), for IPv6.
+    #[inline]
+    pub fn ipv6_addrs(&self) -> Option<([u8; 16], [u8; 16])> {
+        self.is_ipv6()
+            .then(|| (array(self.buf, 8), array(self.buf, 24)))
+    }
+
+    /// The source address (IPv4 in the IPv4-mapped form).
+    #[inline]
+    pub fn src_addr(&self) -> [u8; 16] {
+        match self.version() {
+            4 => ipv4_mapped(array(self.buf, 12)),
+            _ => array(self.buf, 8),
+        }
+    }
+
+    /// The destination address (IPv4 in the IPv4-mapped form).
+    #[inline]
+    pub fn dst_addr(&self) -> [u8; 16] {
+        match self.version() {
+            4 => ipv4_mapped(array(self.buf, 16)),
+            _ => array(self.buf, 24),
+        }
+    }
+
+    /// IPv4 identification, or the IPv6 Fragment header's identification
+    /// (0 without one).
+    #[inline]
+    pub fn ident(&self) -> u32 {
+        match (self.version(), self.fragment_header_at()) {
+            (4, _) => u32::from(be16(self.buf, 4)),
+            (_, Some(at)) => be32(self.buf, at + 4),
+            _ => 0,
+        }
+    }
+
+    /// The IPv4 options area (`20..IHL·4`; empty for IPv6 or none).
+    #[inline]
+    pub fn ipv4_options(&self) -> &'a [u8] {
+        if self.is_ipv4() {
+            sub(self.buf, ipv4::MIN_HEADER_LEN, self.ip_header_len())
+        } else {
+            &[]
+        }
+    }
+
+    /// Walks the IPv4 options ([`OptionIter`]).
+    #[inline]
+    pub fn ipv4_option_iter(&self) -> OptionIter<'a> {
+        OptionIter::new(self.ipv4_options())
+    }
+
+    /// IPv6: the Fragment header and where it starts.
+    pub fn ipv6_fragment(&self) -> Option<(usize, FragmentHeader)> {
+        let at = self.fragment_header_at()?;
+        let fh = FragmentHeader::parse(sub(self.buf, at, at + ipv6::FRAG_HEADER_LEN)).ok()?;
+        Some((at, fh))
+    }
+
+    /// IPv6: what [`ipv6::layout`] returns for these bytes (`None` for IPv4
+    /// or a chain that does not walk).
+    pub fn ipv6_layout(&self) -> Option<Ipv6Layout> {
+        let (unfragmentable_len, next_header_field) = self.ipv6_unfragmentable()?;
+        let fragment = match self.fragment_header_at() {
+            Some(_) => Some(self.ipv6_fragment()?),
+            None => None,
+        };
+        Some(Ipv6Layout {
+            unfragmentable_len,
+            next_header_field,
+            fragment,
+            upper: self.l4(),
+        })
+    }
+
+    /// The upper-layer bytes, `l4_offset..total_len` (empty if not reached).
+    #[inline]
+    pub fn l4_bytes(&self) -> &'a [u8] {
+        match self.l4_offset() {
+            Some(at) => sub(self.buf, at, self.total_len()),
+            None => &[],
+        }
+    }
+
+    /// The TCP segment view (header, options, payload of this piece), if
+    /// [`Layout::is_tcp`].
+    #[inline]
+    pub fn tcp(&self) -> Option<TcpPacket<&'a [u8]>> {
+        self.is_tcp()
+            .then(|| TcpPacket::new_unchecked(self.l4_bytes()))
+    }
+
+    /// Source and destination port: of a TCP header, or of a UDP header
+    /// with all 8 bytes present.
+    #[inline]
+    pub fn ports(&self) -> Option<(u16, u16)> {
+        let (proto, at) = self.l4()?;
+        let ok = match proto {
+            PROTO_TCP => self.is_tcp(),
+            PROTO_UDP => self.l4_bytes().len() >= 8,
+            _ => false,
+        };
+        ok.then(|| (be16(self.buf, at), be16(self.buf, at + 2)))
+    }
+
+    /// The packet's flow, when the upper layer was reached (ports 0 if
+    /// [`Segment::ports`] has none).
+    #[inline]
+    pub fn flow_key(&self) -> Option<FlowKey> {
+        let proto = self.l4_proto()?;
+        let (sport, dport) = self.ports().unwrap_or((0, 0));
+        Some(FlowKey {
+            src: self.src_addr(),
+            dst: self.dst_addr(),
+            sport,
+            dport,
+            proto,
+        })
+    }
+
+    /// A TCP header field at `at` bytes into the header (`None` unless
+    /// [`Layout::is_tcp`]).
+    #[inline]
+    fn tcp_at(&self, at: usize) -> Option<usize> {
+        if self.is_tcp() {
+            Some(self.layout.l4_offset as usize + at)
+        } else {
+            None
+        }
+    }
+
+    /// The TCP flag bits (CWR … FIN).
+    #[inline]
+    pub fn tcp_flags(&self) -> Option<u8> {
+        self.tcp_at(13).map(|at| byte(self.buf, at))
+    }
+
+    /// The TCP sequence number.
+    #[inline]
+    pub fn tcp_seq(&self) -> Option<u32> {
+        self.tcp_at(4).map(|at| be32(self.buf, at))
+    }
+
+    /// The TCP acknowledgement number.
+    #[inline]
+    pub fn tcp_ack(&self) -> Option<u32> {
+        self.tcp_at(8).map(|at| be32(self.buf, at))
+    }
+
+    /// The TCP window field (unscaled).
+    #[inline]
+    pub fn tcp_window(&self) -> Option<u16> {
+        self.tcp_at(14).map(|at| be16(self.buf, at))
+    }
+
+    /// The TCP options area (empty unless [`Layout::is_tcp`]).
+    #[inline]
+    pub fn tcp_options(&self) -> &'a [u8] {
+        match self.tcp_at(tcp::HEADER_LEN) {
+            Some(at) => sub(
+                self.buf,
+                at,
+                self.layout.l4_offset as usize + self.tcp_header_len(),
+            ),
+            None => &[],
+        }
+    }
+
+    /// Walks the TCP options ([`OptionIter`]; offsets within the options
+    /// area, which starts [`tcp::HEADER_LEN`] bytes into the TCP header).
+    #[inline]
+    pub fn tcp_option_iter(&self) -> OptionIter<'a> {
+        OptionIter::new(self.tcp_options())
+    }
+}
+
+/// A parsed IP packet over mutable bytes: [`Segment`]'s facts plus the
+/// in-place rewrites of the router's stages. None of them moves a header,
+/// so the layout stays valid.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SegmentMut<'a> {
+    buf: &'a mut [u8],
+    layout: Layout,
+}
+
+impl Deref for SegmentMut<'_> {
+    type Target = Layout;
+
+    #[inline]
+    fn deref(&self) -> &Layout {
+        &self.layout
+    }
+}
+
+impl<'a> SegmentMut<'a> {
+    /// Parses `packet` once ([`Layout::parse`]).
+    #[inline]
+    pub fn parse(packet: &'a mut [u8]) -> Result<Self, WireError> {
+        Ok(SegmentMut {
+            layout: Layout::parse(packet)?,
+            buf: packet,
+        })
+    }
+
+    /// Joins bytes with the layout parsed from them earlier (see the module
+    /// docs). Never panics, whatever the bytes.
+    #[inline]
+    pub fn with_layout(packet: &'a mut [u8], layout: Layout) -> Self {
+        SegmentMut {
+            buf: packet,
+            layout,
+        }
+    }
+
+    /// The layout.
+    #[inline]
+    pub const fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// A read-only view of the same packet.
+    #[inline]
+    pub fn as_segment(&self) -> Segment<'_> {
+        Segment::with_layout(self.buf, self.layout)
+    }
+
+    /// The whole buffer, mutable.
+    #[inline]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.buf
+    }
+
+    /// The buffer back.
+    #[inline]
+    pub fn into_inner(self) -> &'a mut [u8] {
+        self.buf
+    }
+
+    /// The IPv4 header view, mutable, for IPv4.
+    #[inline]
+    pub fn ipv4_mut(&mut self) -> Option<Ipv4Packet<&mut [u8]>> {
+        if self.is_ipv4() {
+            Some(Ipv4Packet::new_unchecked(&mut *self.buf))
+        } else {
+            None
+        }
+    }
+
+    /// The TCP segment view, mutable, if [`Layout::is_tcp`].
+    #[inline]
+    pub fn tcp_mut(&mut self) -> Option<TcpPacket<&mut [u8]>> {
+        let at = self.l4_offset()?;
+        let end = self.total_len();
+        self.is_tcp()
+            .then(|| TcpPacket::new_unchecked(sub_mut(self.buf, at, end)))
+    }
+
+    /// Stores `window` in the TCP window field and patches the checksum
+    /// (RFC 1624; see [`TcpPacket::set_window_incremental`]). Returns the
+    /// window the segment had, `None` (nothing written) unless
+    /// [`Layout::is_tcp`].
+    #[inline]
+    pub fn set_tcp_window(&mut self, window: u16) -> Option<u16> {
+        let at = self.l4_offset()? + 14;
+        if !self.is_tcp() {
+            return None;
+        }
+        let f = self.buf.get_mut(at..)?.first_chunk_mut::<4>()?;
+        let old = u16::from_be_bytes([f[0], f[1]]);
+        if old != window {
+            let sum = checksum::update(u16::from_be_bytes([f[2], f[3]]), old, window);
+            let ([w0, w1], [c0, c1]) = (window.to_be_bytes(), sum.to_be_bytes());
+            *f = [w0, w1, c0, c1];
+        }
+        Some(old)
+    }
+
+    /// Replaces bytes of the TCP options area, starting `at` bytes into it,
+    /// with `new`, and patches the TCP checksum incrementally (RFC 1624), so
+    /// a segment whose checksum was right stays right (and one that was
+    /// wrong stays wrong by the same amount). Returns false, writing
+    /// nothing, if the range is not inside the options area or the packet
+    /// is not TCP.
+    pub fn patch_tcp_options(&mut self, at: usize, new: &[u8]) -> bool {
+        if !self.is_tcp() {
+            return false;
+        }
+        let tcp_at = self.layout.l4_offset as usize;
+        let opts_len = self.tcp_header_len().saturating_sub(tcp::HEADER_LEN);
+        if at.saturating_add(new.len()) > opts_len {
+            return false;
+        }
+        patch_tcp(self.buf, tcp_at, tcp_at + tcp::HEADER_LEN + at, new)
+    }
+}
+
+/// Replaces `packet[at..at + new.len()]` with `new` and patches the TCP
+/// checksum at `tcp_at + 16` word by word (RFC 1624). `at` must not be
+/// before `tcp_at + 20` (the checksum field itself is never rewritten).
+/// Returns false, writing nothing, if anything is out of range.
+pub fn patch_tcp(packet: &mut [u8], tcp_at: usize, at: usize, new: &[u8]) -> bool {
+    let end = at.saturating_add(new.len());
+    if at < tcp_at.saturating_add(tcp::HEADER_LEN) || packet.len() < end {
+        return false;
+    }
+    // The 16-bit words (relative to the TCP header's start) `new` touches.
+    let w0 = tcp_at + ((at - tcp_at) & !1);
+    let w1 = tcp_at + (end - tcp_at).div_ceil(2) * 2;
+    let mut old = [0u8; 16];
+    let (Some(o), Some(words)) = (old.get_mut(..w1 - w0), packet.get(w0..w1)) else {
+        return false;
+    };
+    o.copy_from_slice(words);
+    let Some(field) = packet.get_mut(at..end) else {
+        return false;
+    };
+    field.copy_from_slice(new);
+    let (Some(&[c0, c1]), Some(o), Some(n)) = (
+        packet.get(tcp_at + 16..tcp_at + 18),
+        old.get(..w1 - w0),
+        packet.get(w0..w1),
+    ) else {
+        return false;
+    };
+    let mut c = u16::from_be_bytes([c0, c1]);
+    for (o, n) in o.chunks_exact(2).zip(n.chunks_exact(2)) {
+        if let (&[o0, o1], &[n0, n1]) = (o, n) {
+            c = checksum::update(
+                c,
+                u16::from_be_bytes([o0, o1]),
+                u16::from_be_bytes([n0, n1]),
+            );
+        }
+    }
+    if let Some(dst) = packet.get_mut(tcp_at + 16..tcp_at + 18) {
+        dst.copy_from_slice(&c.to_be_bytes());
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;
