@@ -30,7 +30,7 @@ pub enum Carrier {
 }
 
 /// A TCP header (`opts` a multiple of 4 bytes) and `payload` zero bytes.
-fn tcp(sport: u16, dport: u16, flags: u8, opts: &[u8], payload: usize) -> Vec<u8> {
+pub fn tcp(sport: u16, dport: u16, flags: u8, opts: &[u8], payload: usize) -> Vec<u8> {
     let hl = 20 + opts.len();
     let mut t = vec![0u8; hl + payload];
     t[0..2].copy_from_slice(&sport.to_be_bytes());
