@@ -68,10 +68,9 @@ fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> Run 
     let t0 = Instant::now();
     let mut cfg = PortConfig::new(C_BPS);
     cfg.signalling = match carrier {
-        Carrier::Ka => Signalling::Ka,
-        Carrier::Native => Signalling::NativeRcp,
+        Carrier::Ka => Signalling::Ka { controller },
+        Carrier::Native => Signalling::NativeRcp { controller },
     };
-    cfg.controller = controller;
     let mut port = Port::new(cfg, t0);
     let at = |ns: u64| t0 + Duration::from_nanos(ns);
     let spread = if n > 1 { 10 * MS / (n as u64 - 1) } else { 0 };
