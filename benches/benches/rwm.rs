@@ -319,7 +319,7 @@ fn main() {
     // (`Rwm::process_batch`).
     for batch in [1, BATCH] {
         for flows in [FLOWS, 100] {
-            for signalling in [Signalling::None, Signalling::Ka] {
+            for signalling in [Signalling::None, Signalling::KA] {
                 interleaved("1500_data", Side::Forward, false, signalling, flows, batch);
                 interleaved("52_ack", Side::Reverse, true, signalling, flows, batch);
             }

@@ -66,7 +66,7 @@ fn port_cycle(c: &mut Criterion) {
     let pkt = ipv4_1500(false);
     let mut g = c.benchmark_group("port");
     for (name, sig) in [
-        ("ka_split", Signalling::Ka),
+        ("ka_split", Signalling::KA),
         ("drop_tail", Signalling::None),
     ] {
         g.bench_function(format!("push_poll_1500_{name}"), |b| {
@@ -86,7 +86,7 @@ fn port_cycle(c: &mut Criterion) {
             });
             let c = port.snapshot().counters;
             assert_eq!(c.drops_queue + c.drops_malformed, 0);
-            if sig == Signalling::Ka {
+            if sig == Signalling::KA {
                 assert_eq!(c.fragments_made, c.packets_in);
             }
         });

@@ -162,11 +162,7 @@ pub fn run_result(
         name: "bottleneck".into(),
         capacity_bps,
         port: d.port,
-        qdisc: match d.queue {
-            ka_sim::qspec::QueueSpec::Droptail => "droptail",
-            ka_sim::qspec::QueueSpec::Red { .. } => "red",
-            ka_sim::qspec::QueueSpec::FqCodel { .. } => "fq-codel",
-        },
+        qdisc: d.queue.name(),
         sojourn: metrics::sojourn(&poller.last),
         forward: metrics::counters(&poller.last, "forward"),
         reverse: metrics::counters(&poller.last, "reverse"),

@@ -214,11 +214,11 @@ fn scenarios(
 ) -> anyhow::Result<Vec<(String, Scenario)>> {
     let ov = overrides(o);
     let knobs = |s: &mut Scenario| {
-        if o.alpha.is_some() {
-            s.router.alpha = o.alpha;
+        if let Some(v) = o.alpha {
+            s.router.rcp.alpha = v;
         }
-        if o.beta.is_some() {
-            s.router.beta = o.beta;
+        if let Some(v) = o.beta {
+            s.router.rcp.beta = v;
         }
     };
     let mut out = Vec::new();

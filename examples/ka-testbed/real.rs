@@ -4,9 +4,12 @@
 //! joined only by two TUN devices and the `ka-router` binary) gets the
 //! scenario's bottleneck as router flags — `--rate C`, `--delay RTT/2`
 //! (the round trip is twice that; this kernel has no netem), `--queue`,
-//! `--signal ka|none`, `--qdisc` with its knobs (the reverse direction,
-//! which carries the ACKs, stays drop-tail as in the simulator), the
-//! scenario's RCP knobs — and polls its metrics ([`crate::metrics`]).
+//! `--signal ka|none|rcp|xcp` (the reverse direction, which carries the
+//! ACKs, stays drop-tail as in the simulator) — and everything else the
+//! simulator's ports are built from (the scenario's `[router]` table, the
+//! bottleneck's queue discipline and RWM) as `--config router.toml`, the
+//! same types serialised ([`router_file`]); it polls the router's metrics
+//! ([`crate::metrics`]).
 //! Namespace settings: `ip_forward` (the userspace hosts sit behind their
 //! own TUN devices), `tcp_no_metrics_save` (every kernel flow starts fresh,
 //! like the simulator's, instead of from the ssthresh cached for the
@@ -22,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use ka_io::host::StealMeter;
+use ka_router::RouterFile;
 use ka_router::shell::testbed::{Side, Testbed};
-use ka_sim::qspec::QueueSpec;
-use ka_sim::scenario::{ControllerKnob, PortKind, QueueMeasureKnob, Scenario, Topology, Workload};
+use ka_sim::scenario::{PortKind, Scenario, Topology, Workload};
 use ka_sim::sim::RunResult;
 
 use crate::hosts::MAX_SENDERS;
@@ -54,12 +57,28 @@ pub struct RealRun {
     pub sanity: Vec<ka_sim::claims::Claim>,
 }
 
-/// The router flags for `s`'s bottleneck (errors for what the testbed
-/// cannot build).
+/// The router's configuration file for `s`: its `[router]` knobs and the
+/// bottleneck's queue discipline and RWM, the same types the simulator
+/// builds its ports from (`ka_router::RouterFile`, `ka-router --config`).
+pub fn router_file(s: &Scenario) -> anyhow::Result<String> {
+    let Topology::Dumbbell(d) = &s.topology else {
+        bail!("the testbed builds dumbbell scenarios only (one bottleneck)");
+    };
+    let file = RouterFile {
+        router: s.router,
+        qdisc: Some(d.queue),
+        rwm: d.rwm.clone(),
+    };
+    Ok(toml::to_string(&file)?)
+}
+
+/// The router flags for `s`'s bottleneck, with its knobs in the file
+/// `config` ([`router_file`]); errors for what the testbed cannot build.
 pub fn router_args(
     s: &Scenario,
     metrics: &str,
     realtime: Option<u8>,
+    config: &Path,
 ) -> anyhow::Result<Vec<String>> {
     let Topology::Dumbbell(d) = &s.topology else {
         bail!("the testbed builds dumbbell scenarios only (one bottleneck)");
@@ -86,97 +105,9 @@ pub fn router_args(
         metrics.into(),
         "--reverse-qdisc".into(),
         "droptail".into(),
+        "--config".into(),
+        config.display().to_string(),
     ];
-    let ms = |v: f64| format!("{}us", (v * 1e3).round() as u64);
-    let onoff = |b: Option<bool>| if b == Some(false) { "off" } else { "on" };
-    match d.queue {
-        QueueSpec::Droptail => a.extend(["--qdisc".into(), "droptail".into()]),
-        QueueSpec::FqCodel {
-            target_ms,
-            interval_ms,
-            flows,
-            quantum,
-            ecn,
-        } => {
-            a.extend(["--qdisc".into(), "fq-codel".into()]);
-            a.extend(["--ecn".into(), onoff(ecn).into()]);
-            if let Some(v) = target_ms {
-                a.extend(["--codel-target".into(), ms(v)]);
-            }
-            if let Some(v) = interval_ms {
-                a.extend(["--codel-interval".into(), ms(v)]);
-            }
-            if let Some(v) = flows {
-                a.extend(["--fq-flows".into(), v.to_string()]);
-            }
-            if let Some(v) = quantum {
-                a.extend(["--fq-quantum".into(), v.to_string()]);
-            }
-        }
-        QueueSpec::Red {
-            min_th,
-            max_th,
-            max_p,
-            w_q,
-            gentle,
-            ecn,
-        } => {
-            if gentle == Some(false) {
-                bail!("ka-router's RED is always gentle");
-            }
-            a.extend(["--qdisc".into(), "red".into()]);
-            a.extend(["--ecn".into(), onoff(ecn).into()]);
-            for (flag, v) in [
-                ("--red-min", min_th),
-                ("--red-max", max_th),
-                ("--red-max-p", max_p),
-                ("--red-weight", w_q),
-            ] {
-                if let Some(v) = v {
-                    a.extend([flag.into(), v.to_string()]);
-                }
-            }
-        }
-    }
-    let k = &s.router;
-    if k.initial_frac.is_some() || k.threshold_frac.is_some() || k.hold_ms.is_some() {
-        bail!("the ka-router binary has no flags for initial_frac, threshold_frac or hold_ms");
-    }
-    if let Some(v) = k.alpha {
-        a.extend(["--alpha".into(), v.to_string()]);
-    }
-    if let Some(v) = k.beta {
-        a.extend(["--beta".into(), v.to_string()]);
-    }
-    if let Some(c) = k.controller {
-        let name = match c {
-            ControllerKnob::Rcp => "rcp",
-            ControllerKnob::Crowd => "crowd",
-            ControllerKnob::Echo => "echo",
-        };
-        a.extend(["--controller".into(), name.into()]);
-    }
-    if let Some(v) = k.crowd_caution {
-        a.extend(["--crowd-caution".into(), v.to_string()]);
-    }
-    if let Some(v) = k.initial_rtt_ms {
-        a.extend(["--rtt".into(), ms(v)]);
-    }
-    // The binary's defaults differ from the simulator's (README "RCP on a
-    // real host"): pass the scenario's choice either way.
-    let qm = match k.queue_measure {
-        Some(QueueMeasureKnob::Persistent) => "persistent",
-        _ => "now",
-    };
-    a.extend(["--queue-measure".into(), qm.into()]);
-    a.extend([
-        "--queue-target".into(),
-        ms(k.queue_target_ms.unwrap_or(0.0)),
-    ]);
-    a.extend([
-        "--dither".into(),
-        if k.dither == Some(true) { "on" } else { "off" }.into(),
-    ]);
     if let Some(p) = realtime {
         a.extend(["--realtime".into(), p.to_string()]);
     }
@@ -240,8 +171,10 @@ fn free_port() -> anyhow::Result<u16> {
 pub fn run(s: &Scenario, dir: &Path, o: &RealOpts, label: &str) -> anyhow::Result<RealRun> {
     check_hosts(s)?;
     let metrics_addr = format!("127.0.0.1:{}", free_port()?);
-    let args = router_args(s, &metrics_addr, o.realtime)?;
     let scenario_file = write_scenario(s, dir)?;
+    let config = dir.join("router.toml");
+    std::fs::write(&config, router_file(s)?)?;
+    let args = router_args(s, &metrics_addr, o.realtime, &config)?;
     procs::check_stop()?;
     let mut tb = Testbed::new().context("creating the namespaces (needs root)")?;
     eprintln!(
@@ -371,4 +304,39 @@ fn loadavg() -> Option<f64> {
         .next()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every testbed scheme's router gets the simulator's own port
+    /// configuration: the file reads back as the scenario's `[router]`,
+    /// queue and RWM, and the flags carry only the link.
+    #[test]
+    fn the_router_runs_what_the_simulator_ran() {
+        use ka_sim::paper::testbed::{Overrides, TestbedLoad};
+        for load in [TestbedLoad::Light, TestbedLoad::Heavy] {
+            for v in [
+                "ka",
+                "ka-crowd",
+                "ka-echo",
+                "cubic",
+                "cubic-fqcodel-ecn",
+                "pcc",
+            ] {
+                let s = load.scenario(v, &Overrides::default()).unwrap();
+                let Topology::Dumbbell(d) = &s.topology else {
+                    panic!("{v}: not a dumbbell");
+                };
+                let back: RouterFile = toml::from_str(&router_file(&s).unwrap()).unwrap();
+                assert_eq!(back.router, s.router, "{v}");
+                assert_eq!(back.qdisc, Some(d.queue), "{v}");
+                assert_eq!(back.rwm, d.rwm, "{v}");
+                let a = router_args(&s, "127.0.0.1:1", None, Path::new("r.toml")).unwrap();
+                assert_eq!(a.last().map(String::as_str), Some("r.toml"), "{v}");
+                assert!(!a.iter().any(|f| f == "--controller" || f == "--qdisc"));
+            }
+        }
+    }
 }

@@ -56,25 +56,25 @@ fuzz_target!(|data: &[u8]| {
     };
     let (sel, qsel, mut rest) = (*sel, *qsel, rest);
     let mut cfg = PortConfig::new(10_000_000);
+    // The input's length picks the controller: RCP, crowd or echo (the
+    // last two parse TCP headers; echo also reads and lowers the echoes of
+    // the packets that go the reverse way).
+    let controller = match data.len() % 3 {
+        0 => ControllerKind::Rcp,
+        1 => ControllerKind::Crowd(CrowdConfig::default()),
+        _ => ControllerKind::Echo(EchoConfig::default()),
+    };
     cfg.signalling = match sel % 5 {
-        0 => Signalling::Ka,
-        1 => Signalling::NativeRcp,
+        0 => Signalling::Ka { controller },
+        1 => Signalling::NativeRcp { controller },
         2 => Signalling::None,
-        _ => Signalling::Xcp,
+        _ => Signalling::XCP,
     };
     cfg.ipv6_signal = sel & 0x04 != 0;
     cfg.queue_limit = usize::from(sel >> 3);
     cfg.delay = Duration::from_micros(u64::from(sel & 0x03) * 700);
     cfg.qdisc = qdisc(qsel);
     cfg.seed = u64::from(qsel);
-    // The input's length picks the controller: RCP, crowd or echo (the
-    // last two parse TCP headers; echo also reads and lowers the echoes of
-    // the packets that go the reverse way).
-    cfg.controller = match data.len() % 3 {
-        0 => ControllerKind::Rcp,
-        1 => ControllerKind::Crowd(CrowdConfig::default()),
-        _ => ControllerKind::Echo(EchoConfig::default()),
-    };
     let t0 = Instant::now();
     let mut port = Port::new(cfg, t0);
     let mut rwm_cfg = RwmConfig::new(10_000_000);

@@ -56,7 +56,7 @@ fn rcp_net(a: ka_endpoint::TcpConfig, b: ka_endpoint::TcpConfig) -> (Net, Rc<Ref
         false
     })));
     let mut pc = PortConfig::new(C);
-    pc.signalling = Signalling::NativeRcp;
+    pc.signalling = Signalling::NATIVE_RCP;
     let now = net.now;
     net.ab.hops.push(Hop::port(pc, now));
     (net, log)

@@ -1,55 +1,137 @@
 //! Port configuration (DESIGN §4): capacity, queue, delay, RTT default,
-//! signalling kind and the knobs of the rate controller and the TCP-mode
-//! detector.
+//! signalling (with the rate controller or XCP's knobs) and the knobs of
+//! the RCP loop and the TCP-mode detector; [`RouterConfig`], the knobs all
+//! ports of a router share.
 
 use std::time::Duration;
 
 use ka_codec::scale::Scale;
 
-use crate::controller::crowd::CrowdConfig;
 use crate::qdisc::QdiscConfig;
 
-/// Which [`RateController`](crate::RateController) [`crate::Port::new`]
-/// builds.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum ControllerKind {
-    /// [`crate::Rcp`], the paper's controller (DESIGN §4.3). The default.
-    #[default]
-    Rcp,
-    /// [`crate::Crowd`]: RCP's control law plus admission of newly
-    /// arriving flows, without RCP's flash-crowd overflow. Works
-    /// with both explicit-rate carriers (KA and native RCP); uses the
-    /// `rcp` knobs α, β and R_min.
-    Crowd(CrowdConfig),
-    /// [`crate::Echo`]: RCP's control law plus connection following, with
-    /// the rate also written into the echo of the ACKs that come back
-    /// through the router ([`crate::Port::on_reverse`]). Works with both
-    /// explicit-rate carriers; needs both directions of a connection
-    /// through the router.
-    Echo(crate::controller::EchoConfig),
-}
+pub use crate::controller::ControllerKind;
 
-/// How a port tells senders its rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Signalling {
-    /// Kick-Ass: fragment on dequeue so the leading fragment's payload length
-    /// encodes the rate (DESIGN §4.2). The TCP-mode detector is active.
+/// What carries a port's signal: [`Signalling`] without its knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum Carrier {
+    /// Kick-Ass fragments ([`Signalling::Ka`]).
     #[default]
     Ka,
-    /// Native RCP baseline: lower the rate field of the IPv4 RCP option
-    /// (type 30, DESIGN §3.4) to our rate; never fragment. No TCP mode.
+    /// The native RCP IPv4 option ([`Signalling::NativeRcp`]).
+    #[cfg_attr(feature = "serde", serde(rename = "rcp"))]
     NativeRcp,
-    /// Plain drop-tail port: shapes, delays and counts, never signals.
+    /// The XCP IPv4 option ([`Signalling::Xcp`]).
+    Xcp,
+    /// Nothing ([`Signalling::None`]).
+    #[cfg_attr(feature = "serde", serde(alias = "droptail"))]
     None,
+}
+
+/// How a port tells senders its rate, with the knobs of what decides it.
+/// Each carrier carries exactly the knobs it uses: the explicit-rate
+/// carriers a [`ControllerKind`], XCP its own controller's
+/// [`XcpConfig`], a plain port nothing.
+///
+/// Serialised (feature `serde`) as a table tagged by `kind`:
+/// `{ kind = "ka", controller = "echo" }`, `{ kind = "rcp" }`,
+/// `{ kind = "xcp", alpha = 0.4 }`, `{ kind = "none" }`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "kind", rename_all = "kebab-case")
+)]
+pub enum Signalling {
+    /// Kick-Ass: fragment on dequeue so the leading fragment's payload
+    /// length encodes the rate (DESIGN §4.2), which `controller` decides.
+    /// The TCP-mode detector is active.
+    Ka {
+        /// The rate controller. Default [`ControllerKind::Rcp`].
+        #[cfg_attr(feature = "serde", serde(default))]
+        controller: ControllerKind,
+    },
+    /// Native RCP baseline: lower the rate field of the IPv4 RCP option
+    /// (type 30, DESIGN §3.4) to the rate `controller` decides; never
+    /// fragment. No TCP mode.
+    #[cfg_attr(feature = "serde", serde(rename = "rcp"))]
+    NativeRcp {
+        /// The rate controller. Default [`ControllerKind::Rcp`].
+        #[cfg_attr(feature = "serde", serde(default))]
+        controller: ControllerKind,
+    },
     /// XCP router (DESIGN §8.4): lower `H_feedback` of the IPv4 XCP option
     /// (type 94) to the window change the efficiency and fairness
-    /// controllers allocate to the packet ([`crate::signal::XcpSignal`],
-    /// knobs in [`PortConfig::xcp`]); never fragment. No TCP mode.
-    Xcp,
+    /// controllers allocate to the packet ([`crate::signal::XcpSignal`]);
+    /// never fragment. No TCP mode.
+    Xcp(XcpConfig),
+    /// Plain port: shapes, delays and counts, never signals. (It still
+    /// runs [`Rcp`](crate::Rcp) with the port's [`RcpConfig`], so its
+    /// snapshot shows the rate RCP would signal.)
+    None,
+}
+
+impl Default for Signalling {
+    fn default() -> Self {
+        Signalling::KA
+    }
+}
+
+impl Signalling {
+    /// Kick-Ass with the paper's RCP controller (the default).
+    pub const KA: Signalling = Signalling::Ka {
+        controller: ControllerKind::Rcp,
+    };
+    /// Native RCP with the paper's RCP controller.
+    pub const NATIVE_RCP: Signalling = Signalling::NativeRcp {
+        controller: ControllerKind::Rcp,
+    };
+    /// XCP with the default knobs.
+    pub const XCP: Signalling = Signalling::Xcp(XcpConfig::DEFAULT);
+
+    /// `carrier` with `controller` (explicit-rate carriers) or `xcp` (XCP):
+    /// each gets what it uses.
+    pub fn new(carrier: Carrier, controller: ControllerKind, xcp: XcpConfig) -> Self {
+        match carrier {
+            Carrier::Ka => Signalling::Ka { controller },
+            Carrier::NativeRcp => Signalling::NativeRcp { controller },
+            Carrier::Xcp => Signalling::Xcp(xcp),
+            Carrier::None => Signalling::None,
+        }
+    }
+
+    /// The carrier.
+    pub fn carrier(&self) -> Carrier {
+        match self {
+            Signalling::Ka { .. } => Carrier::Ka,
+            Signalling::NativeRcp { .. } => Carrier::NativeRcp,
+            Signalling::Xcp(_) => Carrier::Xcp,
+            Signalling::None => Carrier::None,
+        }
+    }
+
+    /// The rate controller, for the explicit-rate carriers.
+    pub fn controller(&self) -> Option<&ControllerKind> {
+        match self {
+            Signalling::Ka { controller } | Signalling::NativeRcp { controller } => {
+                Some(controller)
+            }
+            Signalling::Xcp(_) | Signalling::None => None,
+        }
+    }
 }
 
 /// Which queue length q the RCP update sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum QueueMeasure {
     /// The queue when the control interval ends (DESIGN §4.3, the ns-2
     /// reference code). The default.
@@ -68,6 +150,11 @@ pub enum QueueMeasure {
 /// How [`Rcp`](crate::Rcp) turns one control interval's measurement into
 /// the new rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum RcpUpdate {
     /// `R ← R · (1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`: DESIGN §4.3 and
     /// the ns-2 reference code, literally. When `x ≤ −1` (a queue of about
@@ -86,6 +173,11 @@ pub enum RcpUpdate {
 
 /// Knobs of the RCP controller (DESIGN §4.3).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct RcpConfig {
     /// α, weight of the spare-capacity term. Default 0.1.
     pub alpha: f64,
@@ -113,9 +205,11 @@ pub struct RcpConfig {
     /// recovers; where even that is too much (a fair share below 120
     /// kbit/s, over 80 flows per 10 Mbit/s), the queue overflows and the
     /// senders fall back to TCP by loss instead of by silence.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::bytes_per_ms"))]
     pub min_rate: f64,
     /// Upper bound of the control interval: T = min(d, max_interval).
     /// Default 10 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub max_interval: Duration,
     /// EWMA gain for the RTT estimate d from RTT indicators. Default 0.02.
     pub rtt_gain: f64,
@@ -139,6 +233,7 @@ pub struct RcpConfig {
     /// dithering it gets 18.2–18.6 (ka-endpoint's `netns` test). The
     /// simulator has no jitter and keeps DESIGN's rules by default (its
     /// scenarios can set all three).
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub queue_target: Duration,
     /// How an interval's measurement updates R. Default
     /// [`RcpUpdate::Exponential`] (a deviation from DESIGN §4.3's literal
@@ -167,6 +262,11 @@ impl Default for RcpConfig {
 /// Knobs of the XCP controller (DESIGN §8.4; Katabi, Handley, Rohrs,
 /// SIGCOMM 2002, §3.5): see [`crate::signal::xcp`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct XcpConfig {
     /// α, weight of the spare-bandwidth term of the efficiency controller
     /// `φ = α·d·(C − y) − β·Q`. Default 0.4.
@@ -178,18 +278,28 @@ pub struct XcpConfig {
     pub gamma: f64,
 }
 
+impl XcpConfig {
+    /// The defaults (the XCP paper's gains).
+    pub const DEFAULT: XcpConfig = XcpConfig {
+        alpha: 0.4,
+        beta: 0.226,
+        gamma: 0.1,
+    };
+}
+
 impl Default for XcpConfig {
     fn default() -> Self {
-        Self {
-            alpha: 0.4,
-            beta: 0.226,
-            gamma: 0.1,
-        }
+        Self::DEFAULT
     }
 }
 
 /// Knobs of the router's TCP-mode detector (DESIGN §4.4).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct ModeConfig {
     /// Enter TCP mode when the queue holds at least
     /// `ceil(threshold_frac · queue_limit)` packets (at least 1). Default 0.5.
@@ -197,6 +307,13 @@ pub struct ModeConfig {
     /// How long the queue must stay below the threshold before the port
     /// leaves TCP mode. `None` (default) = one average RTT d, read when the
     /// hold is evaluated.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            with = "crate::serde_units::opt_duration",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
     pub hold: Option<Duration>,
     /// TCP mode needs at least this share of *foreign* bytes (DF set and
     /// not an RTT indicator, i.e. not from a KA endpoint) among the
@@ -235,7 +352,8 @@ pub struct PortConfig {
     pub delay: Duration,
     /// d before the first RTT indicator arrives. Default 100 ms.
     pub initial_rtt: Duration,
-    /// How the port signals its rate. Default [`Signalling::Ka`].
+    /// How the port signals its rate, and what decides it (the rate
+    /// controller, or XCP's knobs). Default [`Signalling::KA`].
     pub signalling: Signalling,
     /// Stamp IPv6 packets (Fragment header insertion). Default true.
     pub ipv6_signal: bool,
@@ -254,14 +372,9 @@ pub struct PortConfig {
     /// downstream KA router still only shrinks fragments, so the path
     /// minimum is unchanged.
     pub dither: bool,
-    /// RCP controller knobs (used by [`crate::Port::new`]).
+    /// RCP's knobs: the loop of every rate controller, and how the port
+    /// measures for it (T, d, q). Unused with [`Signalling::Xcp`].
     pub rcp: RcpConfig,
-    /// The controller [`crate::Port::new`] builds. Default
-    /// [`ControllerKind::Rcp`].
-    pub controller: ControllerKind,
-    /// XCP controller knobs (used by [`crate::Port::new`] with
-    /// [`Signalling::Xcp`]).
-    pub xcp: XcpConfig,
     /// TCP-mode detector knobs.
     pub mode: ModeConfig,
     /// Decrement IPv4 TTL / IPv6 hop limit once per packet, dropping packets
@@ -287,12 +400,10 @@ impl PortConfig {
             seed: 0,
             delay: Duration::ZERO,
             initial_rtt: Duration::from_millis(100),
-            signalling: Signalling::Ka,
+            signalling: Signalling::KA,
             ipv6_signal: true,
             dither: false,
             rcp: RcpConfig::default(),
-            controller: ControllerKind::Rcp,
-            xcp: XcpConfig::default(),
             mode: ModeConfig::default(),
             decrement_ttl: true,
             scale: Scale::PAPER,
@@ -320,6 +431,10 @@ impl PortConfig {
         }
         let finite_nonneg = |v: f64| v.is_finite() && v >= 0.0;
         let r = &self.rcp;
+        let x = match &self.signalling {
+            Signalling::Xcp(x) => *x,
+            _ => XcpConfig::default(),
+        };
         for (name, v) in [
             ("alpha", r.alpha),
             ("beta", r.beta),
@@ -327,9 +442,9 @@ impl PortConfig {
             ("rtt_gain", r.rtt_gain),
             ("threshold_frac", self.mode.threshold_frac),
             ("foreign_frac", self.mode.foreign_frac),
-            ("xcp_alpha", self.xcp.alpha),
-            ("xcp_beta", self.xcp.beta),
-            ("xcp_gamma", self.xcp.gamma),
+            ("xcp_alpha", x.alpha),
+            ("xcp_beta", x.beta),
+            ("xcp_gamma", x.gamma),
         ] {
             if !finite_nonneg(v) {
                 return Err(ConfigError::BadValue(name));
@@ -353,16 +468,10 @@ impl PortConfig {
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
         }
-        match &self.controller {
-            ControllerKind::Crowd(k) => k.validate().map_err(ConfigError::BadValue)?,
-            ControllerKind::Echo(k) => k.validate().map_err(ConfigError::BadValue)?,
-            ControllerKind::Rcp => {}
+        if let Some(c) = self.signalling.controller() {
+            c.validate().map_err(ConfigError::BadValue)?;
         }
-        match &self.qdisc {
-            QdiscConfig::DropTail => Ok(()),
-            QdiscConfig::Red(c) => c.validate(),
-            QdiscConfig::FqCodel(c) => c.validate(),
-        }
+        self.qdisc.validate()
     }
 
     /// The configuration with every out-of-range value clamped (see
@@ -384,10 +493,12 @@ impl PortConfig {
         if self.rcp.max_interval.is_zero() {
             self.rcp.max_interval = def.max_interval;
         }
-        let xd = XcpConfig::default();
-        self.xcp.alpha = fix(self.xcp.alpha, xd.alpha);
-        self.xcp.beta = fix(self.xcp.beta, xd.beta);
-        self.xcp.gamma = fix(self.xcp.gamma, xd.gamma);
+        if let Signalling::Xcp(x) = &mut self.signalling {
+            let xd = XcpConfig::default();
+            x.alpha = fix(x.alpha, xd.alpha);
+            x.beta = fix(x.beta, xd.beta);
+            x.gamma = fix(x.gamma, xd.gamma);
+        }
         self.mode.threshold_frac = fix(self.mode.threshold_frac, 0.5);
         self.mode.foreign_frac = fix(self.mode.foreign_frac, 0.1).min(1.0);
         if self.initial_rtt.is_zero() {
@@ -395,6 +506,111 @@ impl PortConfig {
         }
         self
     }
+}
+
+/// The knobs every port of a router shares: which controller its
+/// explicit-rate ports run, the RCP loop's, XCP's and the TCP-mode
+/// detector's knobs. A port's link (capacity, queue, delay) and carrier
+/// come from where it sits: [`RouterConfig::port`].
+///
+/// This is the `[router]` table of a ka-sim scenario and the file
+/// `ka-router --config` reads (feature `serde`; every key optional):
+///
+/// ```toml
+/// controller = { kind = "crowd", caution = 2.5 }   # or "rcp", "echo"
+/// initial_rtt = "100ms"
+/// dither = true
+/// rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
+/// xcp = { alpha = 0.4, beta = 0.226, gamma = 0.1 }
+/// mode = { threshold_frac = 0.5, hold = "50ms" }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+pub struct RouterConfig {
+    /// The rate controller of the KA and native-RCP ports. Default
+    /// [`ControllerKind::Rcp`].
+    pub controller: ControllerKind,
+    /// RCP's knobs ([`PortConfig::rcp`]).
+    pub rcp: RcpConfig,
+    /// XCP's knobs, for XCP ports.
+    pub xcp: XcpConfig,
+    /// The TCP-mode detector's knobs ([`PortConfig::mode`]).
+    pub mode: ModeConfig,
+    /// d before the first RTT indicator ([`PortConfig::initial_rtt`]).
+    /// Default 100 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
+    pub initial_rtt: Duration,
+    /// Dither the KA signal ([`PortConfig::dither`]). Default false.
+    pub dither: bool,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        let p = PortConfig::new(1);
+        Self {
+            controller: ControllerKind::Rcp,
+            rcp: p.rcp,
+            xcp: XcpConfig::default(),
+            mode: p.mode,
+            initial_rtt: p.initial_rtt,
+            dither: p.dither,
+        }
+    }
+}
+
+impl RouterConfig {
+    /// The signalling of a port with `carrier`: the controller for KA and
+    /// native RCP, the XCP knobs for XCP.
+    pub fn signalling(&self, carrier: Carrier) -> Signalling {
+        Signalling::new(carrier, self.controller, self.xcp)
+    }
+
+    /// A port with `carrier` on a link of `capacity_bps` bit/s: these knobs,
+    /// [`PortConfig::new`]'s defaults for the rest (the link's queue,
+    /// delay and discipline are the caller's to set).
+    pub fn port(&self, carrier: Carrier, capacity_bps: u64) -> PortConfig {
+        let mut c = PortConfig::new(capacity_bps);
+        c.signalling = self.signalling(carrier);
+        c.rcp = self.rcp;
+        c.mode = self.mode;
+        c.initial_rtt = self.initial_rtt;
+        c.dither = self.dither;
+        c
+    }
+
+    /// Checks the knobs as [`PortConfig::validate`] would for any port.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut c = self.port(Carrier::Ka, 1);
+        c.validate()?;
+        c.signalling = self.signalling(Carrier::Xcp);
+        c.validate()
+    }
+}
+
+/// A router's configuration file (the `ka-router --config` file): the
+/// knobs every port shares, and optionally both directions' queue
+/// discipline and receive-window modulation. The testbed writes one from a
+/// ka-sim scenario (its `[router]` table, the bottleneck's `queue` and
+/// `rwm`), so the real router runs what the simulator ran.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+pub struct RouterFile {
+    /// The router's knobs.
+    pub router: RouterConfig,
+    /// Both directions' queue discipline (`None`: the front end's).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub qdisc: Option<QdiscConfig>,
+    /// Receive-window modulation (`None`: the front end's).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub rwm: Option<crate::rwm::RwmConfig>,
 }
 
 /// A configuration value [`PortConfig::validate`] rejects.

@@ -2,26 +2,45 @@
 //!
 //! The paper insists the KA mechanism is independent of how a router picks
 //! its rate ("the router can use whatever scheme"), so the [`crate::Port`]
-//! talks to a [`RateController`] trait object. [`Rcp`] is the default: the
-//! Rate Control Protocol update as in the reference ns-2 code.
+//! talks to a [`RateController`] trait object, built from a
+//! [`ControllerKind`] (the factory). One file per controller:
+//!
+//! | controller | file | what it is |
+//! |---|---|---|
+//! | [`Rcp`] (the default) | `rcp.rs` | the Rate Control Protocol update as in the reference ns-2 code ([`RcpLoop`] on R) |
+//! | [`Crowd`] | `crowd.rs` | RCP's loop on a multiplier of the fair share, admitting new connections at their expected share |
+//! | [`Echo`] | `echo.rs` | the same, with the rate also written into the echoes of returning ACKs |
+//!
+//! All three run the one RCP loop, [`RcpLoop`]; `Crowd` and `Echo` share the
+//! connection table and the control-interval skeleton (`follow.rs`,
+//! `table.rs`). Their designs and measurements: `docs/controllers.md`.
+//!
+//! **A new controller** is one file here with its knobs' type implementing
+//! [`ControllerConfig`], plus one line in the `controllers!` list below
+//! (and its `mod`): the port, `PortConfig::validate`, the serde form used by
+//! ka-sim scenarios and the testbed, and the `ka-router --controller` flag
+//! all go through [`ControllerKind`].
 //!
 //! Units: rates in bytes per millisecond (B/ms), times in milliseconds as
 //! `f64` inside the formula, queue in bytes.
 
 use std::time::Duration;
 
-use crate::config::{RcpConfig, RcpUpdate};
+use crate::config::RcpConfig;
 
 pub mod crowd;
 pub mod echo;
-mod kappa;
+mod follow;
 pub mod packet;
+pub mod rcp;
+mod table;
 #[cfg(test)]
 mod test_packets;
 
 pub use crowd::{Crowd, CrowdConfig};
 pub use echo::{Echo, EchoConfig, EchoStats};
 pub use packet::{FlowKey, PacketInfo, TcpInfo};
+pub use rcp::{LawInput, Rcp, RcpLoop};
 
 /// What the port measured over one control interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,236 +145,110 @@ pub trait RateController: Send {
     }
 }
 
-/// The RCP controller: `R ← R · eˣ` (or `R · (1 + x)`, DESIGN §4.3's
-/// literal formula, per [`RcpConfig::update`]) with
-/// `x = (T/d) · (α·(C − y) − β·q/d) / C`, clamped to
-/// `[min(R_min, C), R_max]`, starting at `R₀ = initial_frac · C`.
-///
-/// **Deviation from DESIGN §4.3 (upper clamp).** DESIGN clamps R to C. KA
-/// signals R quantised *down* to a code (encode never over-states), and the
-/// codes are 6.45 % apart, so with R ≤ C a lone flow is held at the code
-/// below C: up to 6.45 % of the link (plus the 1.3 % a split's extra header
-/// costs) is never used, e.g. 18.96 of 20 Mbit/s. RCP's own loop fixes this
-/// if R may rise to the next code above C (`R_max` =
-/// [`Measurement::max_rate`]): the flow then dithers between the two codes
-/// around C and the queue term (β·q/d) keeps the average at C with a near
-/// empty queue, exactly as N > 1 flows already dither around C/N. With more
-/// than one flow the ceiling is never reached, so nothing else changes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rcp {
-    config: RcpConfig,
-    rate: f64,
-}
+/// The knobs of a controller that [`ControllerKind`] can build.
+pub trait ControllerConfig: Copy + PartialEq + std::fmt::Debug + Default {
+    /// The controller for a link of `capacity` B/ms, with RCP's knobs
+    /// `rcp` (α, β, R_min, the update) for its loop.
+    fn build(&self, rcp: RcpConfig, capacity: f64) -> Box<dyn RateController>;
 
-/// The smallest d the formula divides by (1 ns, in ms): guards against a
-/// zero RTT producing infinities.
-const MIN_RTT_MS: f64 = 1e-6;
-
-impl Rcp {
-    /// A controller for a link of `capacity` B/ms.
-    pub fn new(config: RcpConfig, capacity: f64) -> Self {
-        let capacity = if capacity.is_finite() && capacity > 0.0 {
-            capacity
-        } else {
-            0.0
-        };
-        let lo = config.min_rate.min(capacity);
-        let rate = (config.initial_frac * capacity).clamp(lo, capacity);
-        Self { config, rate }
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &RcpConfig {
-        &self.config
-    }
-
-    /// The per-interval multiplier: `1 + x` or `eˣ` ([`RcpUpdate`]), `x =
-    /// (T/d)(α(C − y) − βq/d)/C`.
-    fn factor(&self, m: &Measurement) -> f64 {
-        let c = m.capacity;
-        if c.is_nan() || c <= 0.0 {
-            return 1.0;
-        }
-        let t = m.interval.as_secs_f64() * 1e3;
-        let d = (m.rtt.as_secs_f64() * 1e3).max(MIN_RTT_MS);
-        let q = m.queue_bytes as f64;
-        let x = (t / d) * (self.config.alpha * (c - m.input_rate) - self.config.beta * q / d) / c;
-        let f = match self.config.update {
-            RcpUpdate::Linear => 1.0 + x,
-            RcpUpdate::Exponential => x.exp(),
-        };
-        if f.is_nan() { 1.0 } else { f }
-    }
-
-    fn bounds(&self, m: &Measurement) -> (f64, f64) {
-        let c = m.capacity.max(0.0);
-        // The ceiling is never below C (nor NaN).
-        let hi = if m.max_rate > c { m.max_rate } else { c };
-        (self.config.min_rate.min(c), hi)
+    /// Checks the knobs; the error names the bad one. Default: all fine.
+    fn validate(&self) -> Result<(), &'static str> {
+        Ok(())
     }
 }
 
-impl RateController for Rcp {
-    fn on_interval(&mut self, m: &Measurement) -> f64 {
-        let (lo, hi) = self.bounds(m);
-        self.rate = (self.rate * self.factor(m)).clamp(lo, hi);
-        self.rate
-    }
-
-    /// Closed form: with a constant multiplier f the clamped iteration is
-    /// monotone, so n steps equal one step with `f^n` (and any `f ≤ 0` sends
-    /// R to R_min at the first step). The result may differ from n separate
-    /// steps in the last bits of the mantissa.
-    fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
-        if n == 0 {
-            return self.rate;
+/// Declares [`ControllerKind`] from the list of controllers besides
+/// [`Rcp`]: `Variant(Config)` with its docs, one a line.
+macro_rules! controllers {
+    ($($(#[$doc:meta])* $name:ident($config:ty),)*) => {
+        /// Which [`RateController`] an explicit-rate port runs, with its
+        /// knobs (`crate::Signalling::Ka` / `NativeRcp` carry one; XCP and
+        /// plain ports have none).
+        ///
+        /// Serialised (feature `serde`) as a table tagged by `kind`, e.g.
+        /// `{ kind = "crowd", caution = 2.5 }`; a bare name (`"echo"`)
+        /// stands for the controller with its default knobs.
+        #[derive(Debug, Clone, Copy, PartialEq, Default)]
+        #[cfg_attr(
+            feature = "serde",
+            derive(serde::Serialize, serde::Deserialize),
+            serde(remote = "Self", tag = "kind", rename_all = "kebab-case")
+        )]
+        pub enum ControllerKind {
+            /// [`Rcp`], the paper's controller (DESIGN §4.3); its knobs are
+            /// the port's [`RcpConfig`]. The default.
+            #[default]
+            Rcp,
+            $($(#[$doc])* $name($config),)*
         }
-        let (lo, hi) = self.bounds(m);
-        let f = self.factor(m);
-        let r = if f <= 0.0 {
-            lo
-        } else {
-            // Keep R itself in range first: the closed form assumes it.
-            self.rate.clamp(lo, hi) * f.powf(n as f64)
-        };
-        self.rate = if r.is_nan() { lo } else { r.clamp(lo, hi) };
-        self.rate
-    }
 
-    fn rate(&self) -> f64 {
-        self.rate
-    }
-
-    fn restore(&mut self, rate: f64) {
-        if rate.is_finite() && rate > 0.0 {
-            self.rate = rate;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn m(y: f64, q: usize) -> Measurement {
-        Measurement {
-            interval: Duration::from_millis(10),
-            rtt: Duration::from_millis(100),
-            capacity: 1000.0,
-            max_rate: 1000.0,
-            input_rate: y,
-            queue_bytes: q,
-        }
-    }
-
-    #[test]
-    fn starts_at_initial_fraction() {
-        let r = Rcp::new(RcpConfig::default(), 1000.0);
-        assert!((r.rate() - 50.0).abs() < 1e-9);
-    }
-
-    fn linear() -> RcpConfig {
-        RcpConfig {
-            update: RcpUpdate::Linear,
-            ..RcpConfig::default()
-        }
-    }
-
-    #[test]
-    fn formula_one_step() {
-        // y = 500, q = 10_000 bytes: x = 0.1·(0.1·500 − 10000/100)/1000
-        let x = 0.1 * (0.1 * 500.0 - 100.0) / 1000.0;
-        let mut r = Rcp::new(linear(), 1000.0);
-        let got = r.on_interval(&m(500.0, 10_000));
-        let want = 50.0 * (1.0 + x);
-        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
-        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
-        let got = r.on_interval(&m(500.0, 10_000));
-        let want = 50.0 * x.exp();
-        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
-        // The same to first order: x = −0.5 %, the two differ by x²/2.
-        assert!((x.exp() - (1.0 + x)).abs() < 2e-5);
-    }
-
-    /// T = d (small RTTs) and a queue above one bandwidth-delay product:
-    /// the linear step falls to R_min, the exponential one by e^x.
-    #[test]
-    fn exponential_update_does_not_collapse_at_t_equal_d() {
-        // C = 10 000 B/ms (80 Mbit/s), so that R₀·e^x stays above R_min
-        // (≈ 15 B/ms, the smallest encodable rate).
-        let big = Measurement {
-            interval: Duration::from_millis(1),
-            rtt: Duration::from_millis(1),
-            // y = 2C, q = 1.2 C·d: x = 0.1·(−1) − 1.2 = −1.3
-            capacity: 10_000.0,
-            max_rate: 10_000.0,
-            input_rate: 20_000.0,
-            queue_bytes: 12_000,
-        };
-        let mut lin = Rcp::new(linear(), 10_000.0);
-        assert_eq!(lin.on_interval(&big), RcpConfig::default().min_rate);
-        let mut exp = Rcp::new(RcpConfig::default(), 10_000.0);
-        let got = exp.on_interval(&big);
-        let want = 500.0 * (-1.3f64).exp();
-        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
-    }
-
-    #[test]
-    fn clamps_to_capacity_and_min() {
-        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
-        for _ in 0..10_000 {
-            r.on_interval(&m(0.0, 0));
-        }
-        assert_eq!(r.rate(), 1000.0);
-        for _ in 0..10_000 {
-            r.on_interval(&m(5000.0, 1_000_000));
-        }
-        assert_eq!(r.rate(), RcpConfig::default().min_rate);
-    }
-
-    #[test]
-    fn ceiling_above_capacity_is_honoured_but_never_below() {
-        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
-        let up = Measurement {
-            max_rate: 1064.0,
-            ..m(0.0, 0)
-        };
-        for _ in 0..10_000 {
-            r.on_interval(&up);
-        }
-        assert_eq!(r.rate(), 1064.0);
-        let below = Measurement {
-            max_rate: 900.0,
-            ..m(0.0, 0)
-        };
-        r.on_interval(&below);
-        assert_eq!(r.rate(), 1000.0, "a ceiling below C is ignored");
-    }
-
-    #[test]
-    fn batch_matches_iteration() {
-        for (cfg, (y, q)) in [linear(), RcpConfig::default()]
-            .into_iter()
-            .flat_map(|c| [(0.0, 0), (900.0, 0), (1200.0, 3000), (100.0, 50)].map(|m| (c, m)))
-        {
-            let mut a = Rcp::new(cfg, 1000.0);
-            let mut b = a.clone();
-            for _ in 0..137 {
-                a.on_interval(&m(y, q));
+        impl ControllerKind {
+            /// The controller for a link of `capacity` B/ms with RCP's
+            /// knobs `rcp`.
+            pub fn build(&self, rcp: RcpConfig, capacity: f64) -> Box<dyn RateController> {
+                match self {
+                    ControllerKind::Rcp => Box::new(Rcp::new(rcp, capacity)),
+                    $(ControllerKind::$name(c) => c.build(rcp, capacity),)*
+                }
             }
-            b.on_intervals(&m(y, q), 137);
-            let rel = (a.rate() - b.rate()).abs() / a.rate();
-            assert!(rel < 1e-9, "{y} {q}: {} vs {}", a.rate(), b.rate());
-        }
-    }
 
-    #[test]
-    fn huge_negative_factor_goes_to_min() {
-        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
-        let mm = Measurement {
-            queue_bytes: usize::MAX / 2,
-            ..m(0.0, 0)
-        };
-        assert_eq!(r.on_intervals(&mm, 3), RcpConfig::default().min_rate);
+            /// Checks the controller's knobs; the error names the bad one.
+            pub fn validate(&self) -> Result<(), &'static str> {
+                match self {
+                    ControllerKind::Rcp => Ok(()),
+                    $(ControllerKind::$name(c) => c.validate(),)*
+                }
+            }
+        }
+    };
+}
+
+controllers! {
+    /// [`Crowd`]: RCP's control law plus admission of newly arriving
+    /// flows, without RCP's flash-crowd overflow. For a router that sees
+    /// one direction of its connections.
+    Crowd(CrowdConfig),
+    /// [`Echo`]: RCP's control law plus connection following, with the
+    /// rate also written into the echo of the ACKs that come back through
+    /// the router ([`crate::Port::on_reverse`]). Needs both directions of a
+    /// connection through the router.
+    Echo(EchoConfig),
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for ControllerKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ControllerKind::serialize(self, s)
+    }
+}
+
+/// A bare name (`"crowd"`) or a table tagged by `kind`.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ControllerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ControllerKind;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a controller name or a table with `kind`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ControllerKind, E> {
+                use serde::de::IntoDeserializer as _;
+                let map = std::iter::once(("kind", name));
+                ControllerKind::deserialize(serde::de::value::MapDeserializer::new(
+                    map.map(|(k, v)| (k.into_deserializer(), v.into_deserializer())),
+                ))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ControllerKind, A::Error> {
+                ControllerKind::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }

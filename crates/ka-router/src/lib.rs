@@ -135,14 +135,15 @@
 //! closed form `R·fⁿ`, others loop at most [`MAX_BATCH_ITERATIONS`] times),
 //! so catching up after any idle gap is O(1).
 //!
-//! [`PortConfig::controller`] selects the controller [`Port::new`] builds:
-//! [`Rcp`] (the default, the paper's); [`Crowd`], which keeps RCP's
-//! update but follows TCP connections from their SYN and admits each new
-//! one at its expected share, so that flows starting together do not
-//! overflow the queue (see [`controller::crowd`] for the design
-//! and its costs); or [`Echo`], which also writes its rate into the echo
-//! of the ACKs coming back through the router, so the rate acts without
-//! the RTT of delay (see [`controller::echo`]). Controllers that look at packets
+//! The [`ControllerKind`] in [`PortConfig::signalling`] (KA and native
+//! RCP carry one) selects the controller [`Port::new`] builds: [`Rcp`]
+//! (the default, the paper's); [`Crowd`], which keeps RCP's update but
+//! follows TCP connections from their SYN and admits each new one at its
+//! expected share, so that flows starting together do not overflow the
+//! queue; or [`Echo`], which also writes its rate into the echo of the ACKs
+//! coming back through the router, so the rate acts without the RTT of
+//! delay. All three run one RCP loop ([`RcpLoop`]); their designs and
+//! costs are in `docs/controllers.md`. Controllers that look at packets
 //! ([`RateController::wants_packets`]) see every arrival
 //! ([`RateController::on_packet`]) and choose the rate of every packet that
 //! can carry one ([`RateController::rate_for`]): a KA packet with payload
@@ -266,6 +267,8 @@ pub mod port;
 pub mod qdisc;
 pub mod router;
 pub mod rwm;
+#[cfg(feature = "serde")]
+pub mod serde_units;
 mod shaper;
 pub mod signal;
 pub mod stamp;
@@ -275,12 +278,12 @@ mod time;
 pub use classify::MAX_PACKET_LEN;
 pub use classify::PacketKind;
 pub use config::{
-    ConfigError, ControllerKind, ModeConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate,
-    Signalling, XcpConfig,
+    Carrier, ConfigError, ControllerKind, ModeConfig, PortConfig, QueueMeasure, RcpConfig,
+    RcpUpdate, RouterConfig, RouterFile, Signalling, XcpConfig,
 };
 pub use controller::{
-    Crowd, CrowdConfig, Echo, EchoConfig, EchoStats, MAX_BATCH_ITERATIONS, Measurement, PacketInfo,
-    RateController, Rcp, TcpInfo,
+    ControllerConfig, Crowd, CrowdConfig, Echo, EchoConfig, EchoStats, MAX_BATCH_ITERATIONS,
+    Measurement, PacketInfo, RateController, Rcp, RcpLoop, TcpInfo,
 };
 pub use mode::Mode;
 pub use native::{lower_rcp_option, lower_rcp_option_in};

@@ -16,8 +16,8 @@ use ka_codec::Code;
 use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use crate::classify::{self, Kind, Reject};
-use crate::config::{ControllerKind, PortConfig, Signalling};
-use crate::controller::{Crowd, RateController, Rcp};
+use crate::config::{PortConfig, Signalling};
+use crate::controller::{RateController, Rcp};
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
 use crate::shaper::{DelayLine, Shaper};
@@ -85,26 +85,27 @@ impl std::fmt::Debug for Port {
 
 impl Port {
     /// A port starting at `now`: with [`Signalling::Xcp`] its signalling
-    /// stage is an [`XcpSignal`]; otherwise the controller
-    /// `config.controller` selects (by default [`Rcp`]) with the carrier
-    /// `config.signalling`.
+    /// stage is an [`XcpSignal`]; otherwise a [`RateSignal`] with the
+    /// controller the signalling names (a plain port: [`Rcp`]).
     pub fn new(config: PortConfig, now: Instant) -> Self {
         let config = config.sanitized();
-        if config.signalling == Signalling::Xcp {
-            return Self::with_signaller(config, Box::new(XcpSignal::new(&config)), now);
-        }
         let c = config.capacity_bytes_per_ms();
-        let controller: Box<dyn RateController> = match config.controller {
-            ControllerKind::Rcp => Box::new(Rcp::new(config.rcp, c)),
-            ControllerKind::Crowd(k) => Box::new(Crowd::new(k, config.rcp, c)),
-            ControllerKind::Echo(k) => Box::new(crate::controller::Echo::new(k, config.rcp, c)),
+        let controller: Box<dyn RateController> = match &config.signalling {
+            Signalling::Xcp(_) => {
+                return Self::with_signaller(config, Box::new(XcpSignal::new(&config)), now);
+            }
+            Signalling::Ka { controller } | Signalling::NativeRcp { controller } => {
+                controller.build(config.rcp, c)
+            }
+            Signalling::None => Box::new(Rcp::new(config.rcp, c)),
         };
         Self::with_controller(config, controller, now)
     }
 
     /// A port with any rate controller, starting at `now`; its signalling
-    /// stage is a [`RateSignal`] with the carrier `config.signalling`
-    /// ([`Signalling::Xcp`] is no rate carrier: such a port only shapes;
+    /// stage is a [`RateSignal`] with the carrier of `config.signalling`
+    /// (whose own controller, if any, `controller` replaces;
+    /// [`Signalling::Xcp`] is no rate carrier: such a port only shapes;
     /// use [`Port::new`]).
     ///
     /// The configuration is clamped as [`PortConfig::validate`] describes.

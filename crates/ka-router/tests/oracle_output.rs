@@ -301,7 +301,7 @@ fn port_output_is_valid_and_defragments() {
 fn rewritten_rcp_option_keeps_a_valid_header() {
     let t0 = Instant::now();
     let mut cfg = PortConfig::new(10_000_000);
-    cfg.signalling = Signalling::NativeRcp;
+    cfg.signalling = Signalling::NATIVE_RCP;
     let mut port = Port::new(cfg, t0);
     let seg = tcp_segment(&[7u8; 900], 1, |len| pseudo_v4(SRC4, DST4, 6, len));
     // RCP option: rate u32::MAX-ish bytes/s, rtt 100 ms — the port lowers it.

@@ -16,6 +16,7 @@ use ka_codec::wire::{Layout, SegmentMut};
 use ka_codec::{RcpOption, XcpOption};
 use ka_router::{
     ControllerKind, CrowdConfig, EchoConfig, Port, PortConfig, Rwm, RwmConfig, Side, Signalling,
+    XcpConfig,
 };
 use proptest::prelude::*;
 
@@ -119,28 +120,23 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn config() -> impl Strategy<Value = PortConfig> {
-    (
-        prop_oneof![
-            Just(Signalling::Ka),
-            Just(Signalling::NativeRcp),
-            Just(Signalling::Xcp),
-            Just(Signalling::None),
-        ],
-        0u8..3,
-        any::<bool>(),
-    )
-        .prop_map(|(signalling, controller, ttl)| {
-            let mut c = PortConfig::new(20_000_000);
-            c.signalling = signalling;
-            c.decrement_ttl = ttl;
-            c.queue_limit = 32;
-            c.controller = match controller {
-                0 => ControllerKind::Rcp,
-                1 => ControllerKind::Crowd(CrowdConfig::default()),
-                _ => ControllerKind::Echo(EchoConfig::default()),
-            };
-            c
-        })
+    (0u8..4, 0u8..3, any::<bool>()).prop_map(|(carrier, controller, ttl)| {
+        let controller = match controller {
+            0 => ControllerKind::Rcp,
+            1 => ControllerKind::Crowd(CrowdConfig::default()),
+            _ => ControllerKind::Echo(EchoConfig::default()),
+        };
+        let mut c = PortConfig::new(20_000_000);
+        c.signalling = match carrier {
+            0 => Signalling::Ka { controller },
+            1 => Signalling::NativeRcp { controller },
+            2 => Signalling::Xcp(XcpConfig::default()),
+            _ => Signalling::None,
+        };
+        c.decrement_ttl = ttl;
+        c.queue_limit = 32;
+        c
+    })
 }
 
 proptest! {
@@ -215,7 +211,9 @@ proptest! {
 fn the_paths_that_rewrite_are_reached() {
     let t0 = Instant::now();
     let mut c = PortConfig::new(20_000_000);
-    c.controller = ControllerKind::Echo(EchoConfig::default());
+    c.signalling = Signalling::Ka {
+        controller: ControllerKind::Echo(EchoConfig::default()),
+    };
     let mut port = Port::new(c, t0);
     let mut rwm = Rwm::new(RwmConfig::new(1_000_000), t0).unwrap();
     let seg = |s: u16, d: u16, flags: u8, seq: u32, ack: u32, opts: &[u8], n: usize| {

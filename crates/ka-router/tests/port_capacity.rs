@@ -62,7 +62,7 @@ fn shaper_follows_a_capacity_change() {
 fn rcp_rate_scales_with_capacity() {
     let t0 = Instant::now();
     let mut cfg = PortConfig::new(8_000_000); // 1000 B/ms
-    cfg.signalling = Signalling::NativeRcp;
+    cfg.signalling = Signalling::NATIVE_RCP;
     cfg.mode = ModeConfig::default();
     let mut port = Port::new(cfg, t0);
     let r0 = port.snapshot().rate_bytes_per_ms;

@@ -11,8 +11,8 @@ use ka_codec::XcpOption;
 use ka_codec::xcp_option;
 use ka_router::qdisc::{FqCodelConfig, RedConfig};
 use ka_router::{
-    ControllerKind, CrowdConfig, DropReason, EchoConfig, ModeConfig, Port, PortConfig, PushOutcome,
-    QdiscConfig, Signalling, Verdict,
+    Carrier, ControllerKind, CrowdConfig, DropReason, EchoConfig, ModeConfig, Port, PortConfig,
+    PushOutcome, QdiscConfig, Signalling, Verdict,
 };
 use proptest::prelude::*;
 
@@ -97,12 +97,12 @@ fn xcp_packet() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-fn signalling() -> impl Strategy<Value = Signalling> {
+fn carrier() -> impl Strategy<Value = Carrier> {
     prop_oneof![
-        Just(Signalling::Ka),
-        Just(Signalling::NativeRcp),
-        Just(Signalling::None),
-        Just(Signalling::Xcp),
+        Just(Carrier::Ka),
+        Just(Carrier::NativeRcp),
+        Just(Carrier::None),
+        Just(Carrier::Xcp),
     ]
 }
 
@@ -197,7 +197,7 @@ proptest! {
     #[test]
     fn push_never_panics_and_accounts(
         packets in prop::collection::vec((input(), 0u64..3_000_000), 0..64),
-        sig in signalling(),
+        sig in carrier(),
         ipv6_signal in any::<bool>(),
         queue in 0usize..16,
         delay_us in 0u64..5_000,
@@ -208,12 +208,12 @@ proptest! {
     ) {
         let t0 = Instant::now();
         let mut cfg = PortConfig::new(10_000_000);
-        cfg.controller = match controller {
+        let controller = match controller {
             0 => ControllerKind::Rcp,
             1 => ControllerKind::Crowd(CrowdConfig::default()),
             _ => ControllerKind::Echo(EchoConfig::default()),
         };
-        cfg.signalling = sig;
+        cfg.signalling = Signalling::new(sig, controller, ka_router::XcpConfig::default());
         cfg.ipv6_signal = ipv6_signal;
         cfg.queue_limit = queue;
         cfg.qdisc = qdisc;
@@ -275,7 +275,7 @@ proptest! {
         // Every queued packet leaves as one piece, or two if it was split,
         // unless the discipline dropped it after queueing it.
         prop_assert_eq!(out + dropped_later, queued + c.fragments_made);
-        if sig != Signalling::Ka {
+        if sig != Carrier::Ka {
             prop_assert_eq!(c.fragments_made, 0);
         }
     }
@@ -297,8 +297,7 @@ proptest! {
     ) {
         let t0 = Instant::now();
         let mut cfg = PortConfig::new(rate_mbit * 1_000_000);
-        cfg.signalling = Signalling::Xcp;
-        cfg.xcp = ka_router::XcpConfig { alpha, beta, gamma };
+        cfg.signalling = Signalling::Xcp(ka_router::XcpConfig { alpha, beta, gamma });
         cfg.queue_limit = 1000;
         let mut port = Port::new(cfg, t0);
         let mut t = t0;

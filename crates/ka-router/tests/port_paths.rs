@@ -222,7 +222,7 @@ fn rcp_packet(rate: u32) -> Vec<u8> {
 fn native_rcp_lowers_the_option_and_never_fragments() {
     let t0 = Instant::now();
     let mut cfg = PortConfig::new(1_000_000_000);
-    cfg.signalling = Signalling::NativeRcp;
+    cfg.signalling = Signalling::NATIVE_RCP;
     let mut port = Port::with_controller(cfg, fixed(12_500.0), t0); // 12.5 MB/s
     port.push(t0, rcp_packet(50_000_000));
     port.push(t0, rcp_packet(1_000_000));

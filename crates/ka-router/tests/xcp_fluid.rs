@@ -89,7 +89,7 @@ impl Sim {
     fn new(windows: &[usize]) -> Self {
         let t0 = Instant::now();
         let mut cfg = PortConfig::new(C_BPS);
-        cfg.signalling = Signalling::Xcp;
+        cfg.signalling = Signalling::XCP;
         cfg.queue_limit = 1_000_000;
         cfg.delay = Duration::from_nanos(ONE_WAY);
         let mut sim = Self {

@@ -108,7 +108,7 @@
 //! magnitude at every arrival: in `dcc-fig2` (seed 1) the middlebox
 //! dropped 186 packets, hosts spent 95 % of their time back in TCP mode
 //! and the mean FCT was 6.1 s. So the aggregate ports take, unless the
-//! scenario's `[router]` table sets them: α = 0.4 and β = 0.226 (the gains
+//! scenario's `[router]` table moves them from the router's defaults: α = 0.4 and β = 0.226 (the gains
 //! the XCP-vs-RCP seed uses for RCP, its Fig. 7: faster to hand a new
 //! flow its share), R₀ = C (LCCP "presets" the rate: the first host gets
 //! the whole aggregate), the persistent queue (smallest over the last RTT,
@@ -131,9 +131,9 @@ use serde::{Deserialize, Serialize};
 use crate::addr;
 use crate::engine::{Clock, Node, SimTime, secs};
 use crate::net::Network;
-use crate::qspec::QueueSpec;
 use crate::scenario::{Access, Group, Hop, PortKind, Scenario, ScenarioError};
 use crate::world::World;
+use ka_router::qdisc::QdiscConfig;
 
 /// Router index of MA (site A).
 pub const SITE_A: usize = 0;
@@ -170,7 +170,7 @@ pub struct DccTopology {
     pub middle_queue_pkts: usize,
     /// Queue discipline of the middle segment's ports. Default drop-tail.
     #[serde(default)]
-    pub middle_queue: QueueSpec,
+    pub middle_queue: QdiscConfig,
     /// Queue of the aggregate ports, packets. Default 100.
     #[serde(default = "default_mb_queue")]
     pub middlebox_queue_pkts: usize,
@@ -346,8 +346,8 @@ impl DccTopology {
                 queue_pkts: self.middlebox_queue_pkts,
                 port: kind(fwd),
                 reverse_port: PortKind::Droptail,
-                queue: QueueSpec::Droptail,
-                reverse_queue: QueueSpec::Droptail,
+                queue: QdiscConfig::DropTail,
+                reverse_queue: QdiscConfig::DropTail,
                 rwm: None,
             },
             Hop {
@@ -370,8 +370,8 @@ impl DccTopology {
                 queue_pkts: self.middlebox_queue_pkts,
                 port: PortKind::Droptail,
                 reverse_port: kind(rev),
-                queue: QueueSpec::Droptail,
-                reverse_queue: QueueSpec::Droptail,
+                queue: QdiscConfig::DropTail,
+                reverse_queue: QdiscConfig::DropTail,
                 rwm: None,
             },
         ]
@@ -456,7 +456,8 @@ impl DccTopology {
     /// (`hop`, direction `dir`: 0 forward, 1 reverse): the LCCP scale,
     /// RCP's floor (half the scale's smallest rate) and LCCP's RCP knobs
     /// where the scenario's `[router]` table leaves them unset (see the
-    /// module docs, "LCCP's RCP").
+    /// module docs, "LCCP's RCP"; a knob left at the router's default
+    /// counts as unset).
     pub fn adjust_port(&self, scenario: &Scenario, hop: usize, dir: u8, cfg: &mut PortConfig) {
         let Some(agg) = self.aggregate_at(hop, dir) else {
             return;
@@ -467,20 +468,20 @@ impl DccTopology {
         let scale = self.lccp_scale.scale();
         cfg.scale = scale;
         cfg.rcp.min_rate = scale.rate_of_len(usize::from(scale.min_len)) / 2.0;
-        let k = &scenario.router;
-        if k.alpha.is_none() {
+        let (k, def) = (&scenario.router.rcp, ka_router::RcpConfig::default());
+        if k.alpha == def.alpha {
             cfg.rcp.alpha = LCCP_ALPHA;
         }
-        if k.beta.is_none() {
+        if k.beta == def.beta {
             cfg.rcp.beta = LCCP_BETA;
         }
-        if k.initial_frac.is_none() {
+        if k.initial_frac == def.initial_frac {
             cfg.rcp.initial_frac = 1.0;
         }
-        if k.queue_measure.is_none() {
+        if k.queue_measure == def.queue_measure {
             cfg.rcp.queue_measure = ka_router::QueueMeasure::Persistent;
         }
-        if k.queue_target_ms.is_none() {
+        if k.queue_target == def.queue_target {
             let bits = (LCCP_BURST_PKTS * scenario.packet_bytes * 8) as f64;
             cfg.rcp.queue_target =
                 Duration::from_secs_f64(bits / self.initial_bps(agg).max(1) as f64);

@@ -5,15 +5,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use ka_router::{ControllerKind, PortConfig, QueueMeasure, RcpUpdate, Signalling};
+use ka_router::{PortConfig, RouterConfig};
 
 use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
 use crate::router::{NO_ROUTE, RouterNode};
-use crate::scenario::{
-    ControllerKnob, FlowKind, Hop, PortKind, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs,
-    Scenario, ScenarioError, TcpKnobs, Workload,
-};
+use crate::scenario::{FlowKind, Hop, PortKind, Scenario, ScenarioError, TcpKnobs, Workload};
 use crate::world::{PathInfo, World};
 
 /// A node of the simulated network.
@@ -162,80 +159,18 @@ fn qdisc_seed(seed: u64, hop: usize, dir: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The port configuration of one direction of a hop.
+/// The port configuration of one direction of a hop: the scenario's
+/// `[router]` knobs on a `kind` port of the hop's link.
 pub fn port_config(
     capacity_bps: u64,
     delay: SimTime,
     queue: usize,
     kind: PortKind,
-    knobs: &RouterKnobs,
+    router: &RouterConfig,
 ) -> PortConfig {
-    let mut c = PortConfig::new(capacity_bps);
+    let mut c = router.port(kind.carrier(), capacity_bps);
     c.queue_limit = queue;
     c.delay = Duration::from_nanos(delay);
-    c.signalling = match kind {
-        PortKind::Ka => Signalling::Ka,
-        PortKind::Rcp => Signalling::NativeRcp,
-        PortKind::Droptail => Signalling::None,
-        PortKind::Xcp => Signalling::Xcp,
-    };
-    if let Some(v) = knobs.alpha {
-        c.rcp.alpha = v;
-    }
-    if let Some(v) = knobs.beta {
-        c.rcp.beta = v;
-    }
-    if let Some(v) = knobs.initial_frac {
-        c.rcp.initial_frac = v;
-    }
-    if let Some(v) = knobs.initial_rtt_ms {
-        c.initial_rtt = Duration::from_nanos(ms(v));
-    }
-    if let Some(v) = knobs.threshold_frac {
-        c.mode.threshold_frac = v;
-    }
-    if let Some(v) = knobs.hold_ms {
-        c.mode.hold = Some(Duration::from_nanos(ms(v)));
-    }
-    if let Some(v) = knobs.queue_measure {
-        c.rcp.queue_measure = match v {
-            QueueMeasureKnob::Persistent => QueueMeasure::Persistent,
-            QueueMeasureKnob::Now => QueueMeasure::Now,
-        };
-    }
-    if let Some(v) = knobs.queue_target_ms {
-        c.rcp.queue_target = Duration::from_nanos(ms(v));
-    }
-    if let Some(v) = knobs.dither {
-        c.dither = v;
-    }
-    if let Some(v) = knobs.controller {
-        c.controller = match v {
-            ControllerKnob::Rcp => ControllerKind::Rcp,
-            ControllerKnob::Echo => ControllerKind::Echo(ka_router::EchoConfig::default()),
-            ControllerKnob::Crowd => ControllerKind::Crowd(ka_router::CrowdConfig {
-                caution: knobs
-                    .crowd_caution
-                    .unwrap_or(ka_router::controller::crowd::DEFAULT_CAUTION),
-                ..ka_router::CrowdConfig::default()
-            }),
-        };
-    }
-    if let Some(v) = knobs.xcp_alpha {
-        c.xcp.alpha = v;
-    }
-    if let Some(v) = knobs.xcp_beta {
-        c.xcp.beta = v;
-    }
-    if let Some(v) = knobs.xcp_gamma {
-        c.xcp.gamma = v;
-    }
-    if let Some(v) = knobs.rcp_update {
-        c.rcp.update = match v {
-            RcpUpdateKnob::Exponential => RcpUpdate::Exponential,
-            RcpUpdateKnob::Linear => RcpUpdate::Linear,
-        };
-    }
     c
 }
 
@@ -305,7 +240,7 @@ where
         let fwd_bps = mbps(h.capacity_mbps);
         let rev_bps = mbps(h.reverse_capacity_mbps.unwrap_or(h.capacity_mbps));
         let mut fwd_cfg = port_config(fwd_bps, delay, h.queue_pkts, h.port, &scenario.router);
-        fwd_cfg.qdisc = h.queue.config();
+        fwd_cfg.qdisc = h.queue;
         fwd_cfg.seed = qdisc_seed(scenario.seed, i, 0);
         let mut rev_cfg = port_config(
             rev_bps,
@@ -314,7 +249,7 @@ where
             h.reverse_port,
             &scenario.router,
         );
-        rev_cfg.qdisc = h.reverse_queue.config();
+        rev_cfg.qdisc = h.reverse_queue;
         rev_cfg.seed = qdisc_seed(scenario.seed, i, 1);
         if let crate::scenario::Topology::Dcc(d) = &scenario.topology {
             d.adjust_port(scenario, i, 0, &mut fwd_cfg);
@@ -324,8 +259,11 @@ where
         let f = b.port_link(a, z, &h.name, fwd_cfg);
         let r = b.port_link(z, a, &format!("{}-rev", h.name), rev_cfg);
         if let Some(spec) = &h.rwm {
-            let rwm = ka_router::rwm::Rwm::new(spec.config(fwd_bps, rev_bps), clock.instant(0))
-                .map_err(|e| ScenarioError::Invalid(format!("hop {}: {e}", h.name)))?;
+            let rwm = ka_router::rwm::Rwm::new(
+                spec.clone().for_ports(fwd_bps, rev_bps),
+                clock.instant(0),
+            )
+            .map_err(|e| ScenarioError::Invalid(format!("hop {}: {e}", h.name)))?;
             if let Some(router) = b.router(z) {
                 router.set_rwm(rwm, r);
             }

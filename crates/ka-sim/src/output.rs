@@ -83,7 +83,7 @@ pub struct HopSummary {
     /// Packets (pieces) the forward port sent.
     pub packets_out: u64,
     /// Receive-window modulation at the hop's far router, if any
-    /// ([`crate::rwmspec::stats_json`]).
+    /// ([`crate::rwmstats::stats_json`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rwm: Option<serde_json::Value>,
 }
@@ -222,7 +222,7 @@ pub fn summary(r: &RunResult, headline: serde_json::Value) -> Summary {
                 mode_changes: h.forward.mode_changes,
                 ka_mode_frac: (h.port == PortKind::Ka).then_some(h.ka_mode_frac),
                 packets_out: h.forward.packets_out,
-                rwm: h.rwm.as_ref().map(crate::rwmspec::stats_json),
+                rwm: h.rwm.as_ref().map(crate::rwmstats::stats_json),
             }
         })
         .collect();

@@ -4,16 +4,17 @@
 //! queue stays short and nothing is dropped; with the paper's RCP the same
 //! crowd fills the 1000-packet queue.
 
+use ka_router::{ControllerKind, CrowdConfig, EchoConfig};
 use ka_sim::metrics::Metric;
-use ka_sim::scenario::{ControllerKnob, Scenario};
+use ka_sim::scenario::Scenario;
 use ka_sim::sim::run_scenario;
 
 /// (queue peak, drops) of the 64-flow crowd, 4.8 s (the crowd starts at
 /// 4 s).
-fn crowd(text: &str, controller: ControllerKnob) -> (f64, u64) {
+fn crowd(text: &str, controller: ControllerKind) -> (f64, u64) {
     let mut s = Scenario::from_toml(text).unwrap();
     s.duration_s = 4.8;
-    s.router.controller = Some(controller);
+    s.router.controller = controller;
     let r = run_scenario(&s, None).unwrap();
     let peak = r
         .series
@@ -29,12 +30,15 @@ fn sixty_four_flows_in_ten_ms_stay_bounded_with_crowd_and_echo() {
         include_str!("../scenarios/fig3-crowd-64-ka.toml"),
         include_str!("../scenarios/fig3-crowd-64-rcp.toml"),
     ] {
-        for c in [ControllerKnob::Crowd, ControllerKnob::Echo] {
+        for c in [
+            ControllerKind::Crowd(CrowdConfig::default()),
+            ControllerKind::Echo(EchoConfig::default()),
+        ] {
             let (peak, drops) = crowd(text, c);
             assert_eq!(drops, 0, "{c:?} {text}");
             assert!(peak <= 300.0, "{c:?}: peak {peak}");
         }
-        let (peak, drops) = crowd(text, ControllerKnob::Rcp);
+        let (peak, drops) = crowd(text, ControllerKind::Rcp);
         assert!(
             drops > 0 && peak >= 999.0,
             "RCP: peak {peak}, {drops} drops"

@@ -40,7 +40,7 @@ fn one_ka_flow_reaches_capacity_within_a_few_rtts() {
     let r = run(&ScenarioToml::new("one-flow", 1.5)
         .set("bin_s = 0.04")
         .dumbbell(20.0, 40.0, 100, "ka")
-        .router("initial_frac = 1.0")
+        .router("rcp.initial_frac = 1.0")
         .group("ka", "ka", 1, 1, &long_lived(""))
         .text());
     // C = 2500 B/ms encodes as L = 672, R(672) = 2369 B/ms (94.8 % of C).
@@ -276,7 +276,7 @@ fn ka_router_switches_to_tcp_mode_while_tcp_cross_traffic_lasts() {
     // ignore the signal and fill the queue, then alone again.
     let r = run(&ScenarioToml::new("mini-fig5", 16.0)
         .dumbbell(20.0, 40.0, 100, "ka")
-        .router("initial_frac = 0.1")
+        .router("rcp.initial_frac = 0.1")
         .group("ka", "ka", 8, 8, &long_lived("stagger_s = 0.2"))
         .group(
             "tcp",
@@ -324,7 +324,7 @@ fn native_rcp_is_one_rtt_ahead_of_ka() {
     let text = |port: &str, kind: &str| {
         ScenarioToml::new("rcp-vs-ka", 6.0)
             .dumbbell(20.0, 40.0, 100, port)
-            .router("initial_frac = 1.0")
+            .router("rcp.initial_frac = 1.0")
             .group("g", kind, 2, 0, &on_off(0.2, [12.0, 40.0], 1.8, 20.0))
             .text()
     };

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use ka_codec::wire::checksum;
 use ka_router::rwm::{Rwm, RwmClass, RwmConfig};
 use ka_router::shell::{Direction, Forwarder, KaPorts};
-use ka_router::{ControllerKind, EchoConfig, PortConfig};
+use ka_router::{ControllerKind, EchoConfig, PortConfig, Signalling};
 use ka_sim::addr::host_addr;
 use ka_sim::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime};
 use ka_sim::router::RouterNode;
@@ -185,7 +185,9 @@ fn trace() -> Vec<Arrival> {
 fn ports() -> (PortConfig, PortConfig) {
     let cfg = |bps| {
         let mut c = PortConfig::new(bps);
-        c.controller = ControllerKind::Echo(EchoConfig::default());
+        c.signalling = Signalling::Ka {
+            controller: ControllerKind::Echo(EchoConfig::default()),
+        };
         c.delay = Duration::from_millis(3);
         c.queue_limit = 100;
         c

@@ -147,7 +147,7 @@ size_pkts = 10
     let s = Scenario::from_toml(text).unwrap();
     assert_eq!(Scenario::from_toml(&s.to_toml()).unwrap(), s);
     let hop = &s.topology.hops()[0];
-    let c = hop.rwm.as_ref().unwrap().config(100_000_000, 100_000_000);
+    let c = hop.rwm.clone().unwrap().for_ports(100_000_000, 100_000_000);
     assert_eq!((c.classes[0].share, c.delta), (0.6, 0.1));
     for (from, to) in [
         ("share = 0.6", "share = 1.6"),

@@ -74,7 +74,7 @@ fn xcp_flows_complete_without_ka() {
 fn xcp_router_shares_the_link_equally() {
     let text = ScenarioToml::new("xcp-router", 10.0)
         .dumbbell(20.0, 40.0, 10_000, "xcp")
-        .router("xcp_alpha = 0.4\nxcp_beta = 0.226")
+        .router("xcp.alpha = 0.4\nxcp.beta = 0.226")
         .group("xcp", "xcp", 2, 2, &long_lived(""))
         .group("xcp-rate", "xcp-rate", 2, 2, &long_lived("start_s = 2.0"))
         .text();

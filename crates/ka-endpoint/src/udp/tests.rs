@@ -253,7 +253,7 @@ impl RateController for Fixed {
 /// holds it within 2 % over a second.
 #[test]
 fn closed_loop_through_a_router_port() {
-    for carrier in [Signalling::Ka, Signalling::NativeRcp] {
+    for carrier in [Signalling::KA, Signalling::NATIVE_RCP] {
         let t0 = Instant::now();
         let r = 250.0; // B/ms = 2 Mbit/s
         let mut pc = PortConfig::new(100_000_000);
@@ -303,7 +303,7 @@ fn closed_loop_through_a_router_port() {
             }
         }
         let want = match carrier {
-            Signalling::Ka => {
+            Signalling::Ka { .. } => {
                 let code = Scale::PAPER.encode(r).unwrap();
                 Scale::PAPER.decode(code) * 8000.0
             }

@@ -76,14 +76,21 @@ const RING_KEEP: usize = 16;
 /// FQ-CoDel's knobs; defaults are Linux's `fq_codel` (except the packet
 /// limit, which is the port's `queue_limit`).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct FqCodelConfig {
     /// Number of flow queues (hash buckets). Default 1024.
     pub flows: usize,
     /// DRR quantum, bytes. Default 1514.
     pub quantum: usize,
     /// CoDel target sojourn. Default 5 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub target: Duration,
     /// CoDel interval. Default 100 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub interval: Duration,
     /// Mark ECT packets CE instead of dropping them. Default true.
     pub ecn: bool,

@@ -143,10 +143,20 @@ pub trait QueueDiscipline: Send + fmt::Debug {
 
 /// Which discipline a port uses, with its knobs (the packet limit is the
 /// port's [`queue_limit`](crate::PortConfig::queue_limit)).
+///
+/// Serialised (feature `serde`) as a table tagged by `kind`:
+/// `{ kind = "droptail" }`, `{ kind = "red", max_p = 0.2 }`,
+/// `{ kind = "fq-codel", target = "2ms" }` (unset knobs: the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "kind", rename_all = "kebab-case")
+)]
 pub enum QdiscConfig {
     /// FIFO with tail drop (DESIGN §4.1). The default.
     #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "droptail"))]
     DropTail,
     /// Random Early Detection (DESIGN §8.2).
     Red(RedConfig),
@@ -161,6 +171,16 @@ impl QdiscConfig {
             QdiscConfig::DropTail => "droptail",
             QdiscConfig::Red(_) => "red",
             QdiscConfig::FqCodel(_) => "fq-codel",
+        }
+    }
+
+    /// Checks the knobs ([`RedConfig::validate`],
+    /// [`FqCodelConfig::validate`]).
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        match self {
+            QdiscConfig::DropTail => Ok(()),
+            QdiscConfig::Red(c) => c.validate(),
+            QdiscConfig::FqCodel(c) => c.validate(),
         }
     }
 

@@ -53,6 +53,11 @@ use crate::config::ConfigError;
 /// RED's knobs (DESIGN §8.2; defaults as the XCP-vs-RCP seed §5.1 uses it).
 /// Thresholds are in packets (the average queue is in packets).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct RedConfig {
     /// min_th, packets. Default 250.
     pub min_th: f64,

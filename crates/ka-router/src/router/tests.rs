@@ -4,7 +4,7 @@ use ka_codec::wire::checksum;
 
 use super::*;
 use crate::rwm::{RwmClass, RwmConfig};
-use crate::{ControllerKind, EchoConfig, PortConfig};
+use crate::{ControllerKind, EchoConfig, PortConfig, Signalling};
 
 const SYN: u8 = 0x02;
 const ACK: u8 = 0x10;
@@ -63,7 +63,9 @@ const MS: u64 = 1_000_000;
 
 fn echo_port(delay_ms: u64) -> Port {
     let mut c = PortConfig::new(20_000_000);
-    c.controller = ControllerKind::Echo(EchoConfig::default());
+    c.signalling = Signalling::Ka {
+        controller: ControllerKind::Echo(EchoConfig::default()),
+    };
     c.delay = Duration::from_millis(delay_ms);
     c.queue_limit = 100;
     Port::new(c, t0())

@@ -37,6 +37,11 @@ impl Side {
 /// A traffic class: the flows whose responder port (the SYN's
 /// destination port) is one of `ports` share `share` of the capacity.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(deny_unknown_fields)
+)]
 pub struct RwmClass {
     /// Name (for logs and metrics).
     pub name: String,
@@ -57,19 +62,36 @@ pub const DEFAULT_MAX_FLOWS: usize = 65_536;
 pub const DEFAULT_MAX_HALF_OPEN: usize = 4_096;
 
 /// Configuration of an [`Rwm`](super::Rwm) stage.
+///
+/// Serialised (feature `serde`; every key optional) as e.g.
+/// `{ classes = [{ name = "web", ports = [80, 443], share = 0.6 }],
+/// delta = -0.1, capacity = "900mbit" }`; an absent capacity (0) and
+/// half-open cap (0) are filled in by [`RwmConfig::for_ports`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct RwmConfig {
     /// C per direction of *data*, bit/s, indexed by [`Side::index`]: the
     /// window in a segment travelling one way limits the data travelling
     /// the other way, so a segment on side `s` is capped with
     /// `capacity_bps[s.other()]`. The binary uses `--rwm-capacity`, or each
-    /// port's own `--rate`.
+    /// port's own `--rate`. 0 (the serialised form's default): the port's
+    /// rate, see [`RwmConfig::for_ports`]. Serialised as `capacity`, one
+    /// rate or a pair.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "capacity", with = "crate::serde_units::rate_pair")
+    )]
     pub capacity_bps: [u64; 2],
     /// Traffic classes by port, matched in order (first match wins).
     pub classes: Vec<RwmClass>,
     /// P of the default class (flows no class matches). `None`: what the
     /// classes leave, `1 − Σ P_j`. A share of 0 leaves the class's flows
     /// untouched (tracked, never rewritten).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub default_share: Option<f64>,
     /// δ: every cap is multiplied by `1 + δ` (the seed's ±10 % runs are
     /// δ = ±0.1). In (−1, 10].
@@ -78,21 +100,36 @@ pub struct RwmConfig {
     pub max_flows: usize,
     /// Handshakes in progress tracked at most, in their own table and LRU
     /// so a SYN flood only ever evicts other half-open entries (default
-    /// [`DEFAULT_MAX_HALF_OPEN`]).
+    /// [`DEFAULT_MAX_HALF_OPEN`]; 0 in the serialised form's default:
+    /// derived from `max_flows` by [`RwmConfig::for_ports`]).
     pub max_half_open: usize,
     /// A flow counts towards its class's n_j while it has sent a segment
     /// (either way) within this window. Default 1 s.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub active_window: Duration,
     /// A flow with no segment for this long is forgotten (default 300 s;
     /// raised to at least `active_window`).
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub idle_timeout: Duration,
     /// A handshake not completed within this long is forgotten (default
     /// 75 s, the time Linux takes to give up after its SYN retries).
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub handshake_timeout: Duration,
     /// The cap never goes below this many of the receiver's MSS (default
     /// 2), so a tiny BDP (a LAN RTT, many flows) slows a flow down instead
     /// of stalling it on a window smaller than a segment.
     pub min_window_segments: u32,
+}
+
+/// The serialised form's defaults: [`RwmConfig::new`] with the capacities
+/// and the half-open cap left to [`RwmConfig::for_ports`].
+impl Default for RwmConfig {
+    fn default() -> Self {
+        Self {
+            max_half_open: 0,
+            ..Self::new(0)
+        }
+    }
 }
 
 impl RwmConfig {
@@ -111,6 +148,22 @@ impl RwmConfig {
             handshake_timeout: Duration::from_secs(75),
             min_window_segments: 2,
         }
+    }
+
+    /// This configuration on a router whose ports run at `forward_bps` and
+    /// `reverse_bps`: a capacity of 0 becomes the port's own rate, a
+    /// `max_half_open` of 0 a sixteenth of `max_flows` (at least 64; the
+    /// default's 4096 for the default 65 536 flows).
+    pub fn for_ports(mut self, forward_bps: u64, reverse_bps: u64) -> Self {
+        for (c, port) in self.capacity_bps.iter_mut().zip([forward_bps, reverse_bps]) {
+            if *c == 0 {
+                *c = port;
+            }
+        }
+        if self.max_half_open == 0 {
+            self.max_half_open = (self.max_flows / 16).max(64);
+        }
+        self
     }
 
     /// The default class's share: [`RwmConfig::default_share`] or

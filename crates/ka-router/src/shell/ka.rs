@@ -191,7 +191,7 @@ mod tests {
     fn ack_leaving(controller: ControllerKind) -> Vec<u8> {
         let t0 = Instant::now();
         let mut fwd = PortConfig::new(100_000_000);
-        fwd.controller = controller;
+        fwd.signalling = crate::Signalling::Ka { controller };
         let rev = PortConfig::new(100_000_000);
         let mut k = KaPorts::new(fwd, rev, t0);
         let mut t = t0;

@@ -13,7 +13,7 @@ use ka_codec::{Code, RateTable};
 
 use super::{Pieces, QueueState, Signaller, reverse};
 use crate::classify::PacketKind;
-use crate::config::{PortConfig, QueueMeasure, Signalling};
+use crate::config::{Carrier, PortConfig, QueueMeasure};
 use crate::controller::packet::inspect_segment;
 use crate::controller::{Measurement, PacketInfo, RateController};
 use crate::mode::{Mode, ModeDetector};
@@ -30,12 +30,12 @@ use crate::time::duration_ns;
 /// their identification.
 pub const IPV6_IDENT_START: u32 = 0x4B41_0000;
 
-/// The explicit-rate stage: controller + carrier ([`Signalling::Ka`],
-/// [`Signalling::NativeRcp`] or [`Signalling::None`]).
+/// The explicit-rate stage: controller + carrier ([`Carrier::Ka`],
+/// [`Carrier::NativeRcp`] or [`Carrier::None`]).
 pub struct RateSignal {
     config: PortConfig,
     /// The carrier.
-    carrier: Signalling,
+    carrier: Carrier,
     capacity: f64,
     /// The controller's ceiling (see [`Measurement::max_rate`]).
     max_rate: f64,
@@ -78,14 +78,14 @@ impl std::fmt::Debug for RateSignal {
 
 impl RateSignal {
     /// The stage for a port with (sanitised) `config`, using `controller`
-    /// and the carrier `config.signalling`.
+    /// and the carrier of `config.signalling`.
     pub fn new(config: PortConfig, controller: Box<dyn RateController>) -> Self {
         let rtt_ms = config.initial_rtt.as_secs_f64() * 1e3;
         let table = RateTable::new(&config.scale).ok();
         let capacity = config.capacity_bytes_per_ms();
-        let carrier = config.signalling;
+        let carrier = config.signalling.carrier();
         let max_rate = match (&table, carrier) {
-            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            (Some(t), Carrier::Ka) => rate_ceiling(t, capacity),
             _ => capacity,
         };
         let mut s = Self {
@@ -113,7 +113,7 @@ impl RateSignal {
     }
 
     fn is_ka(&self) -> bool {
-        self.carrier == Signalling::Ka
+        self.carrier == Carrier::Ka
     }
 
     fn rtt_ns(&self) -> u64 {
@@ -293,7 +293,7 @@ impl RateSignal {
             // A KA signal needs payload to split and DF clear; native RCP
             // writes into the option, which SYNs carry too.
             let carries = match self.carrier {
-                Signalling::Ka => {
+                Carrier::Ka => {
                     let df = seg.is_some_and(|s| s.dont_frag());
                     !df && info.tcp.is_some_and(|t| t.payload > 0)
                 }
@@ -319,8 +319,8 @@ impl RateSignal {
     /// that parse serves the controller, the carrier and stamping.
     fn egress(&mut self, t: Nanos, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
         match self.carrier {
-            Signalling::None | Signalling::Xcp => (packet, None),
-            Signalling::NativeRcp => {
+            Carrier::None | Carrier::Xcp => (packet, None),
+            Carrier::NativeRcp => {
                 let Ok(layout) = Layout::parse(&packet) else {
                     // Not IP: no option to lower.
                     let _ = self.egress_rate(t, &packet, None);
@@ -336,7 +336,7 @@ impl RateSignal {
                 }
                 (packet, None)
             }
-            Signalling::Ka => {
+            Carrier::Ka => {
                 if self.mode.mode() == Mode::Tcp {
                     return (packet, None);
                 }
@@ -411,7 +411,7 @@ impl Signaller for RateSignal {
             counters.indicators_seen += 1;
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
             self.rtt_sample(t, sample);
-        } else if self.carrier == Signalling::NativeRcp
+        } else if self.carrier == Carrier::NativeRcp
             && let Some(ms) = seg.and_then(native::rcp_rtt_ms_of)
         {
             // Native RCP carries the sender's RTT in every packet's option.
@@ -479,7 +479,7 @@ impl Signaller for RateSignal {
         let old = self.capacity;
         self.capacity = capacity;
         self.max_rate = match (&self.table, self.carrier) {
-            (Some(t), Signalling::Ka) => rate_ceiling(t, capacity),
+            (Some(t), Carrier::Ka) => rate_ceiling(t, capacity),
             _ => capacity,
         };
         self.queue_target_bytes =
@@ -492,8 +492,7 @@ impl Signaller for RateSignal {
     }
 
     fn wants_reverse(&self) -> bool {
-        self.controller.wants_reverse()
-            && matches!(self.carrier, Signalling::Ka | Signalling::NativeRcp)
+        self.controller.wants_reverse() && matches!(self.carrier, Carrier::Ka | Carrier::NativeRcp)
     }
 
     /// Lowers the KA-Rate / RCP-Echo of a reverse-direction segment to
@@ -516,16 +515,14 @@ impl Signaller for RateSignal {
             return false;
         };
         let echo = match (seg.echo, self.carrier) {
-            (Some(reverse::Echo::Ka { code, .. }), Signalling::Ka)
-                if self.mode.mode() == Mode::Ka =>
-            {
+            (Some(reverse::Echo::Ka { code, .. }), Carrier::Ka) if self.mode.mode() == Mode::Ka => {
                 let table = self.table.as_ref();
                 self.config
                     .scale
                     .code_from_wire(code)
                     .and_then(|c| table.map(|tb| tb.decode(c)))
             }
-            (Some(reverse::Echo::Rcp { rate, .. }), Signalling::NativeRcp) => {
+            (Some(reverse::Echo::Rcp { rate, .. }), Carrier::NativeRcp) => {
                 Some(f64::from(rate) / 1000.0)
             }
             _ => None,

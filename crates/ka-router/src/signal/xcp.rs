@@ -170,13 +170,16 @@ pub struct XcpSignal {
 
 impl XcpSignal {
     /// The stage for a port with `config` (C, the initial d and
-    /// [`PortConfig::xcp`]); out-of-range knobs are clamped as
+    /// the knobs of [`Signalling::Xcp`](crate::Signalling::Xcp)); out-of-range knobs are clamped as
     /// [`PortConfig::validate`] describes.
     pub fn new(config: &PortConfig) -> Self {
         let config = config.sanitized();
         let rtt = clamp_rtt(config.initial_rtt.as_secs_f64());
         let mut s = Self {
-            knobs: config.xcp,
+            knobs: match config.signalling {
+                crate::config::Signalling::Xcp(x) => x,
+                _ => crate::config::XcpConfig::default(),
+            },
             capacity: config.capacity_bps as f64 / 8.0,
             rtt,
             last_tick: 0,

@@ -65,10 +65,9 @@ pub fn data(carrier: Carrier, sport: u16, syn: bool) -> Vec<u8> {
 pub fn port(carrier: Carrier, controller: ControllerKind, t0: Instant) -> Port {
     let mut cfg = PortConfig::new(C_BPS);
     cfg.signalling = match carrier {
-        Carrier::Ka => Signalling::Ka,
-        Carrier::Native => Signalling::NativeRcp,
+        Carrier::Ka => Signalling::Ka { controller },
+        Carrier::Native => Signalling::NativeRcp { controller },
     };
-    cfg.controller = controller;
     Port::new(cfg, t0)
 }
 

@@ -28,7 +28,7 @@
 //!
 //! For a controller that sees only the data (`ka_router::Crowd`, which
 //! the scenarios can select with `controller = "crowd"`) the light-load
-//! checks pull in opposite directions (`ka_router::controller::crowd`,
+//! checks pull in opposite directions (`docs/controllers.md`, Crowd,
 //! "Light load: the trade-off"); `docs/RESULTS.md` has its numbers.
 
 use serde_json::{Value, json};
@@ -40,8 +40,9 @@ use crate::metrics::{self, Metric};
 use crate::paper::Figure;
 use crate::plot::Panel;
 use crate::report;
-use crate::scenario::{ControllerKnob, Scenario};
+use crate::scenario::Scenario;
 use crate::sim::RunResult;
+use ka_router::ControllerKind;
 
 const FIG3_KA: &str = include_str!("../../scenarios/fig3-crowd-ka.toml");
 const FIG3_RCP: &str = include_str!("../../scenarios/fig3-crowd-rcp.toml");
@@ -304,7 +305,7 @@ impl Experiment for FlashCrowd {
     fn prepare(&self, variant: &str, s: &mut Scenario) {
         s.variant = variant.to_string();
         if variant.contains("paper") {
-            s.router.controller = Some(ControllerKnob::Rcp);
+            s.router.controller = ControllerKind::Rcp;
         }
         if let Some(k) = variant
             .rsplit('-')
@@ -427,10 +428,13 @@ mod tests {
             let mut s = crate::paper::scenario(text, Some(10), None).unwrap();
             e.prepare(v, &mut s);
             assert_eq!(s.variant, v);
-            let paper = s.router.controller == Some(ControllerKnob::Rcp);
+            let paper = s.router.controller == ControllerKind::Rcp;
             assert_eq!(paper, v.contains("paper"), "{v}");
             if !paper {
-                assert_eq!(s.router.controller, Some(ControllerKnob::Echo), "{v}");
+                assert!(
+                    matches!(s.router.controller, ControllerKind::Echo(_)),
+                    "{v}"
+                );
             }
             let want = match v.rsplit('-').next() {
                 Some("2") => 11,

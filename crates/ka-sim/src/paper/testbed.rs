@@ -436,8 +436,8 @@ mod tests {
 
     #[test]
     fn schemes_map_to_the_paper_s_kinds_and_queues() {
-        use crate::qspec::QueueSpec;
         use crate::scenario::{FlowKind, PortKind};
+        use ka_router::qdisc::QdiscConfig;
         for load in [TestbedLoad::Light, TestbedLoad::Heavy] {
             let get = |v| load.scenario(v, &Overrides::default()).unwrap();
             let d = |s: &Scenario| match &s.topology {
@@ -449,13 +449,13 @@ mod tests {
             assert_eq!(d(&ka).port, PortKind::Ka);
             let fq = get("cubic-fqcodel-ecn");
             assert_eq!(fq.groups[0].kind, FlowKind::TcpCubic);
-            assert!(matches!(d(&fq).queue, QueueSpec::FqCodel { .. }));
+            assert!(matches!(d(&fq).queue, QdiscConfig::FqCodel(_)));
             assert_eq!(fq.tcp.ecn, Some(true));
             assert_eq!(get("cubic").tcp.ecn, None);
             assert_eq!(get("pcc").groups[0].kind, FlowKind::Pcc);
             for v in ["cubic", "pcc"] {
                 assert_eq!(d(&get(v)).port, PortKind::Droptail, "{v}");
-                assert_eq!(d(&get(v)).queue, QueueSpec::Droptail, "{v}");
+                assert_eq!(d(&get(v)).queue, QdiscConfig::DropTail, "{v}");
             }
             let (cap, dur) = match load {
                 TestbedLoad::Light => (100.0, 180.0),

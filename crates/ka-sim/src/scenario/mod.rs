@@ -12,6 +12,10 @@
 //! capacity_mbps = 150.0
 //! rtt_ms = 100.0
 //! port = "ka"                # ka | rcp | xcp | droptail
+//! queue = { kind = "red", max_p = 0.2 }   # ka_router::qdisc::QdiscConfig
+//!
+//! [router]                   # ka_router::RouterConfig
+//! controller = "echo"        # rcp | crowd | echo, or { kind = "crowd", caution = 2.5 }
 //!
 //! [[group]]
 //! name = "ka"
@@ -39,7 +43,7 @@ mod tests;
 mod topology;
 
 pub use group::{FlowKind, Group, RttSpec, Workload};
-pub use knobs::{ControllerKnob, QueueMeasureKnob, RcpUpdateKnob, RouterKnobs, TcpKnobs};
+pub use knobs::TcpKnobs;
 pub use topology::{Access, Dumbbell, Hop, KaLegacy, Line, ParkingLot, PortKind, Topology};
 
 use serde::{Deserialize, Serialize};
@@ -74,9 +78,19 @@ pub struct Scenario {
     pub rho: Option<f64>,
     /// The network.
     pub topology: Topology,
-    /// Knobs of every router port's controller and mode detector.
+    /// Knobs of every router port: the rate controller of its KA and
+    /// native-RCP ports, RCP's, XCP's and the TCP-mode detector's knobs
+    /// (`ka_router::RouterConfig`; unset keys take its defaults), e.g.
+    ///
+    /// ```toml
+    /// [router]
+    /// controller = { kind = "crowd", caution = 2.5 }   # or "rcp", "echo"
+    /// dither = true
+    /// rcp = { queue_measure = "persistent", queue_target = "5ms" }
+    /// xcp = { alpha = 0.4, beta = 0.226, gamma = 0.1 }
+    /// ```
     #[serde(default)]
-    pub router: RouterKnobs,
+    pub router: ka_router::RouterConfig,
     /// TCP parameters of every endpoint (senders and receivers; for KA
     /// endpoints they govern TCP mode). Unset = the endpoint's defaults.
     #[serde(default)]
@@ -159,8 +173,8 @@ impl Scenario {
         {
             return bad("tcp.buffer_bytes must be in 64 KiB ..= 1 GiB".into());
         }
-        if !nonneg(self.router.crowd_caution) {
-            return bad("router.crowd_caution must be >= 0".into());
+        if let Err(e) = self.router.validate() {
+            return bad(format!("router: {e}"));
         }
         if t.initial_rto_ms
             .is_some_and(|v| !(v.is_finite() && v > 0.0))
@@ -182,12 +196,14 @@ impl Scenario {
                 return bad(format!("hop {}: queue must be > 0", h.name));
             }
             for q in [&h.queue, &h.reverse_queue] {
-                q.validate(&format!("hop {}", h.name))
-                    .map_err(ScenarioError::Invalid)?;
+                if let Err(e) = q.validate() {
+                    return bad(format!("hop {}: {} {e}", h.name, q.name()));
+                }
             }
-            if let Some(r) = &h.rwm {
-                r.validate(&format!("hop {}", h.name))
-                    .map_err(ScenarioError::Invalid)?;
+            if let Some(r) = &h.rwm
+                && let Err(e) = r.clone().for_ports(1, 1).validate()
+            {
+                return bad(format!("hop {}: {e}", h.name));
             }
         }
         if let Topology::Dcc(d) = &self.topology {

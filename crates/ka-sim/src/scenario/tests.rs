@@ -1,7 +1,7 @@
 //! Scenario parsing and validation tests.
 
 use super::*;
-use crate::qspec::QueueSpec;
+use ka_router::qdisc::{FqCodelConfig, QdiscConfig, RedConfig};
 
 const FIG3: &str = r#"
 name = "fig3"
@@ -88,7 +88,7 @@ fn kinds_and_topologies() {
         rtt_ms: 100.0,
         queue_pkts: 100,
         port: PortKind::Ka,
-        queue: QueueSpec::Droptail,
+        queue: QdiscConfig::DropTail,
         access: Access::default(),
     });
     let hops = p.hops();
@@ -164,4 +164,78 @@ fn rtt_spread() {
     assert_eq!(r.for_host(4, 5), 250.0);
     assert_eq!(r.for_host(2, 5), 130.0);
     assert_eq!(RttSpec::Fixed(7.0).for_host(3, 9), 7.0);
+}
+
+/// A hop's `queue` is `ka_router::qdisc::QdiscConfig` itself: its kinds,
+/// unset knobs at the router's defaults, durations with units, typos and
+/// bad values refused.
+#[test]
+fn hop_queues_are_the_router_s_disciplines() {
+    #[derive(serde::Deserialize)]
+    struct W {
+        queue: QdiscConfig,
+    }
+    let parse = |s: &str| toml::from_str::<W>(s).map(|w| w.queue);
+    assert_eq!(
+        parse(r#"queue = { kind = "droptail" }"#).unwrap(),
+        QdiscConfig::DropTail
+    );
+    let QdiscConfig::Red(r) = parse(r#"queue = { kind = "red", max_p = 0.2 }"#).unwrap() else {
+        panic!("red");
+    };
+    assert_eq!(r.max_p, 0.2);
+    assert_eq!(r.min_th, RedConfig::default().min_th);
+    let QdiscConfig::FqCodel(f) =
+        parse(r#"queue = { kind = "fq-codel", target = "2.5ms", ecn = false }"#).unwrap()
+    else {
+        panic!("fq-codel");
+    };
+    assert_eq!(f.target, std::time::Duration::from_micros(2500));
+    assert!(!f.ecn);
+    assert_eq!(f.flows, FqCodelConfig::default().flows);
+    assert!(parse(r#"queue = { kind = "fq_codel" }"#).is_err());
+    assert!(parse(r#"queue = { kind = "red", min = 3 }"#).is_err());
+    assert!(parse(r#"queue = { kind = "fq-codel", target = 5 }"#).is_err());
+    let text = include_str!("../../scenarios/fig2-ka.toml");
+    let bad = text.replace(
+        "port = \"ka\"",
+        "port = \"ka\"\nqueue = { kind = \"red\", min_th = 800.0, max_th = 700.0 }",
+    );
+    let e = Scenario::from_toml(&bad).unwrap_err().to_string();
+    assert!(e.contains("hop bottleneck") && e.contains("max_th"), "{e}");
+}
+
+/// `[router]` is `ka_router::RouterConfig`: a controller by name or with
+/// its knobs, nested RCP and XCP knobs with units; unknown keys and bad
+/// knobs are refused.
+#[test]
+fn router_table_is_the_router_s_config() {
+    use ka_router::{ControllerKind, QueueMeasure};
+    let with = |router: &str| {
+        let text = include_str!("../../scenarios/fig2-ka.toml");
+        Scenario::from_toml(&format!("{text}\n[router]\n{router}\n"))
+    };
+    let s = with("controller = \"echo\"").unwrap();
+    assert!(matches!(s.router.controller, ControllerKind::Echo(_)));
+    let s = with(
+        "controller = { kind = \"crowd\", caution = 2.5 }\n\
+         rcp = { queue_measure = \"persistent\", queue_target = \"5ms\" }\n\
+         xcp.gamma = 0.2",
+    )
+    .unwrap();
+    let ControllerKind::Crowd(c) = s.router.controller else {
+        panic!("{:?}", s.router.controller);
+    };
+    assert_eq!(c.caution, 2.5);
+    assert_eq!(s.router.rcp.queue_measure, QueueMeasure::Persistent);
+    assert_eq!(
+        s.router.rcp.queue_target,
+        std::time::Duration::from_millis(5)
+    );
+    assert_eq!(s.router.xcp.gamma, 0.2);
+    // What a run writes reads back as the same scenario.
+    assert_eq!(Scenario::from_toml(&s.to_toml()).unwrap(), s);
+    assert!(with("crowd_caution = 2.0").is_err());
+    assert!(with("controller = { kind = \"crowd\", caution = -1.0 }").is_err());
+    assert!(with("controller = \"xyz\"").is_err());
 }

@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::qspec::QueueSpec;
-use crate::rwmspec::RwmSpec;
+use ka_router::Carrier;
+use ka_router::qdisc::QdiscConfig;
+use ka_router::rwm::RwmConfig;
 
 /// What a router port does with its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -17,8 +18,21 @@ pub enum PortKind {
     /// Plain drop-tail.
     Droptail,
     /// XCP router (DESIGN §8.4): lowers the feedback of the IPv4 XCP
-    /// option; knobs `xcp_alpha`, `xcp_beta`, `xcp_gamma` in `[router]`.
+    /// option; knobs `xcp = { alpha, beta, gamma }` in `[router]`.
     Xcp,
+}
+
+impl PortKind {
+    /// The router's carrier for this kind (the rate controller and XCP's
+    /// knobs come from `[router]`).
+    pub fn carrier(self) -> Carrier {
+        match self {
+            PortKind::Ka => Carrier::Ka,
+            PortKind::Rcp => Carrier::NativeRcp,
+            PortKind::Droptail => Carrier::None,
+            PortKind::Xcp => Carrier::Xcp,
+        }
+    }
 }
 
 /// The network: a line of routers (see module docs).
@@ -59,14 +73,14 @@ pub struct Dumbbell {
     /// Queue discipline of the forward bottleneck port (its limit is
     /// `queue_pkts`). Default drop-tail.
     #[serde(default)]
-    pub queue: QueueSpec,
+    pub queue: QdiscConfig,
     /// Signalling of the reverse (ACK) port. Default `droptail`.
     #[serde(default = "droptail")]
     pub reverse_port: PortKind,
     /// Receive-window modulation at the receivers' router
-    /// ([`RwmSpec`]). Default none.
+    /// (`ka_router::rwm::RwmConfig`; capacity default: the hop's rates). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rwm: Option<RwmSpec>,
+    pub rwm: Option<RwmConfig>,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -95,7 +109,7 @@ pub struct KaLegacy {
     /// Queue discipline of the legacy hop's forward port (the KA hop is
     /// always drop-tail). Default drop-tail.
     #[serde(default)]
-    pub queue: QueueSpec,
+    pub queue: QdiscConfig,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -121,7 +135,7 @@ pub struct ParkingLot {
     pub port: PortKind,
     /// Queue discipline of every forward port. Default drop-tail.
     #[serde(default)]
-    pub queue: QueueSpec,
+    pub queue: QdiscConfig,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -164,14 +178,14 @@ pub struct Hop {
     /// Forward port queue discipline (limit `queue_pkts`). Default
     /// drop-tail.
     #[serde(default)]
-    pub queue: QueueSpec,
+    pub queue: QdiscConfig,
     /// Reverse port queue discipline. Default drop-tail.
     #[serde(default)]
-    pub reverse_queue: QueueSpec,
+    pub reverse_queue: QdiscConfig,
     /// Receive-window modulation on the router at the hop's far end
-    /// ([`RwmSpec`]). Default none.
+    /// (`ka_router::rwm::RwmConfig`; capacity default: the hop's rates). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rwm: Option<RwmSpec>,
+    pub rwm: Option<RwmConfig>,
 }
 
 fn droptail() -> PortKind {
@@ -225,7 +239,7 @@ impl Topology {
                 port: d.port,
                 reverse_port: d.reverse_port,
                 queue: d.queue,
-                reverse_queue: QueueSpec::Droptail,
+                reverse_queue: QdiscConfig::DropTail,
                 rwm: d.rwm.clone(),
             }],
             Topology::KaLegacy(k) => {
@@ -240,8 +254,8 @@ impl Topology {
                         queue_pkts: k.queue_pkts,
                         port: PortKind::Ka,
                         reverse_port: PortKind::Droptail,
-                        queue: QueueSpec::Droptail,
-                        reverse_queue: QueueSpec::Droptail,
+                        queue: QdiscConfig::DropTail,
+                        reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
                     },
                     Hop {
@@ -253,7 +267,7 @@ impl Topology {
                         port: PortKind::Droptail,
                         reverse_port: PortKind::Droptail,
                         queue: k.queue,
-                        reverse_queue: QueueSpec::Droptail,
+                        reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
                     },
                 ]
@@ -271,7 +285,7 @@ impl Topology {
                         port: p.port,
                         reverse_port: PortKind::Droptail,
                         queue: p.queue,
-                        reverse_queue: QueueSpec::Droptail,
+                        reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
                     })
                     .collect()

@@ -13,12 +13,9 @@ use ka_router::shell::{Link, ShellConfig};
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
 use crate::rwm_args::RwmArgs;
-use ka_router::{
-    ControllerKind, CrowdConfig, PortConfig, QueueMeasure, RcpUpdate, Signalling, XcpConfig,
-};
+use ka_router::ControllerKind;
 
-const UNITS: &str = "\
-UNITS:
+const UNITS: &str = r#"UNITS:
   Rates are bits per second: 100mbit, 1.5gbit, 500kbit, 20Mbit/s, 10mbps (= 10 megabit/s),
   or a bare number of bit/s. Byte rates (MB/s) are refused.
   Durations need a unit: 50ms, 250us, 1.5s (a bare 0 is fine).
@@ -27,6 +24,23 @@ EXAMPLES:
   ka-router --in kt0 --out kt1 --rate 20mbit --delay 20ms --pcap ka.pcap --metrics 127.0.0.1:9100
   ka-router --bridge eth1 eth2 --rate 20mbit --stamp-log stamps.csv
   ka-router --in kt0 --out kt1 --rate 50mbit --rwm --rwm-class web=80,443:60%   (KA + RWM gateway)
+  ka-router --in kt0 --out kt1 --rate 20mbit --controller crowd:caution=2.5
+  ka-router --in kt0 --out kt1 --rate 20mbit --config router.toml
+
+CONFIG FILE (--config): the knobs as ka-sim scenarios write them, in the same units:
+  [router]                       # ka_router::RouterConfig; every key optional
+  controller = "echo"            # or { kind = "crowd", caution = 2.5 }
+  initial_rtt = "100ms"
+  dither = true
+  rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
+  mode = { threshold_frac = 0.5 }
+  [qdisc]                        # optional: the discipline of both directions
+  kind = "fq-codel"
+  target = "5ms"
+  [rwm]                          # optional: receive-window modulation
+  classes = [{ name = "web", ports = [80, 443], share = 0.6 }]
+Unset keys take the library's defaults (queue measured at the interval's end, no queue target,
+no dither), not this command line's.
 
 The router attaches to the two TUN devices (creating them if absent), so it is the only wire
 between whatever sits behind them. With --bridge it attaches instead to two existing Ethernet
@@ -34,7 +48,7 @@ interfaces and forwards between them as a transparent bump in the wire: IP frame
 the same ports (queue, shaper, KA stamping), everything else (ARP, LLDP, ...) passes untouched
 and unshaped. The interfaces need no addresses and the box no routes; turn GRO/LRO off on them
 (ethtool -K IF gro off lro off). Stop it with Ctrl-C or SIGTERM; it flushes the capture and
-prints its final counters. Logging: RUST_LOG=debug (default info).";
+prints its final counters. Logging: RUST_LOG=debug (default info)."#;
 
 /// Kick-Ass router: shapes two directions between TUN devices and signals the fair-share
 /// rate to senders by fragmenting packets (leading-fragment length encodes the rate).
@@ -81,50 +95,68 @@ pub struct Args {
     pub queue: usize,
 
     /// Path RTT d the rate controller assumes until the first RTT-indicator packet arrives.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "100ms")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "100ms", conflicts_with = "config")]
     pub rtt: Duration,
 
     /// RCP α: weight of the spare-capacity term.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, conflicts_with = "config")]
     pub alpha: f64,
 
     /// RCP β: weight of the queue-drain term.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, conflicts_with = "config")]
     pub beta: f64,
 
-    /// Rate controller. rcp: the paper's RCP (every packet carries the same rate R, so flows
-    /// that start within an RTT of each other each get the whole link and can fill the
-    /// queue). crowd: RCP's control law (same --alpha, --beta) plus admission of new
-    /// connections: it follows TCP connections from their SYN and starts each at its
-    /// expected share, so a crowd of new flows does not overflow the queue; at light load it
-    /// costs long flows part of their first round trip (see --crowd-caution). echo: RCP's
-    /// control law plus connection following, and the rate is also written into the echo of
-    /// the ACKs coming back through the router (lowering KA-Rate / RCP-Echo), so it acts at
-    /// once instead of one RTT later: no flash-crowd overflow and no cost to long flows. It
-    /// needs both directions of each connection through this router (use crowd otherwise),
-    /// and gains most when the router is near the senders.
-    #[arg(long, value_enum, default_value = "rcp")]
-    pub controller: ControllerArg,
+    /// Rate controller of --signal ka|rcp, NAME or NAME:KEY=VALUE,... with the controller's
+    /// knobs (e.g. crowd:caution=2.5, echo:target=0.97,floor_budget=8ms). rcp: the paper's
+    /// RCP (every packet carries the same rate R, so flows that start within an RTT of each
+    /// other each get the whole link and can fill the queue). crowd: RCP's control law (same
+    /// --alpha, --beta) plus admission of new connections: it follows TCP connections from
+    /// their SYN and starts each at its expected share, so a crowd of new flows does not
+    /// overflow the queue; at light load it costs long flows part of their first round trip
+    /// (see --crowd-caution). echo: RCP's control law plus connection following, and the rate
+    /// is also written into the echo of the ACKs coming back through the router (lowering
+    /// KA-Rate / RCP-Echo), so it acts at once instead of one RTT later: no flash-crowd
+    /// overflow and no cost to long flows. It needs both directions of each connection
+    /// through this router (use crowd otherwise), and gains most when the router is near the
+    /// senders. Knobs and designs: docs/controllers.md.
+    #[arg(long, value_name = "NAME[:KEY=VALUE,...]", value_parser = controller, default_value = "rcp", conflicts_with = "config")]
+    pub controller: ControllerKind,
 
-    /// crowd only: safety factor on the share of the link the router learns a new connection
-    /// fills in its first round trip. Larger: shorter queue, slower long flows. In the
-    /// simulator at the paper's light load (150mbit, 100ms, 30 % load) the queue's 99th
-    /// percentile is about 300 packets at 1, 40-65 at the default and about 10 at 9, and
-    /// flows of 1000+ packets take 1.1, 1.5 and 2.1 times as long as with rcp.
-    #[arg(long, value_name = "FACTOR", default_value_t = ka_router::controller::crowd::DEFAULT_CAUTION)]
-    pub crowd_caution: f64,
+    /// crowd only (the same as --controller crowd:caution=FACTOR): safety factor on the share
+    /// of the link the router learns a new connection fills in its first round trip. Larger:
+    /// shorter queue, slower long flows. In the simulator at the paper's light load (150mbit,
+    /// 100ms, 30 % load) the queue's 99th percentile is about 300 packets at 1, 40-65 at the
+    /// default (4) and about 10 at 9, and flows of 1000+ packets take 1.1, 1.5 and 2.1 times as
+    /// long as with rcp.
+    #[arg(long, value_name = "FACTOR", conflicts_with = "config")]
+    pub crowd_caution: Option<f64>,
     /// XCP α (with --signal xcp): weight of the spare bandwidth in the efficiency controller
     /// φ = α·d·(C − y) − β·Q.
-    #[arg(long, value_name = "ALPHA", default_value_t = 0.4)]
+    #[arg(
+        long,
+        value_name = "ALPHA",
+        default_value_t = 0.4,
+        conflicts_with = "config"
+    )]
     pub xcp_alpha: f64,
 
     /// XCP β (with --signal xcp): weight of the persistent queue Q in φ.
-    #[arg(long, value_name = "BETA", default_value_t = 0.226)]
+    #[arg(
+        long,
+        value_name = "BETA",
+        default_value_t = 0.226,
+        conflicts_with = "config"
+    )]
     pub xcp_beta: f64,
 
     /// XCP γ (with --signal xcp): share of the traffic the fairness controller reshuffles
     /// every control interval (h = max(0, γ·y·d − |φ|)).
-    #[arg(long, value_name = "GAMMA", default_value_t = 0.1)]
+    #[arg(
+        long,
+        value_name = "GAMMA",
+        default_value_t = 0.1,
+        conflicts_with = "config"
+    )]
     pub xcp_gamma: f64,
 
     /// Queue q the RCP update uses: persistent = the smallest queue during the last RTT d
@@ -134,7 +166,8 @@ pub struct Args {
         long,
         value_name = "persistent|now",
         value_enum,
-        default_value = "persistent"
+        default_value = "persistent",
+        conflicts_with = "config"
     )]
     pub queue_measure: QueueMeasureArg,
 
@@ -145,21 +178,34 @@ pub struct Args {
         long,
         value_name = "exponential|linear",
         value_enum,
-        default_value = "exponential"
+        default_value = "exponential",
+        conflicts_with = "config"
     )]
     pub rcp_update: RcpUpdateArg,
 
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
     /// 0 = DESIGN §4.3's formula.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5ms")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5ms", conflicts_with = "config")]
     pub queue_target: Duration,
 
     /// Dither the signalled code between encode(R) and the next code up, so senders pace at R
     /// on average instead of R rounded down to a code (codes are 6.45 % apart). off = every
     /// packet carries encode(R) (DESIGN §4.2).
-    #[arg(long, value_name = "on|off", value_enum, default_value = "on")]
+    #[arg(
+        long,
+        value_name = "on|off",
+        value_enum,
+        default_value = "on",
+        conflicts_with = "config"
+    )]
     pub dither: OnOff,
+
+    /// Read the router's knobs (controller, RCP, XCP, TCP mode, initial RTT, dither) and
+    /// optionally the queue discipline and RWM from this TOML file (see CONFIG FILE in --help)
+    /// instead of their flags.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100). Off by default.
     #[arg(long, value_name = "ADDR")]
@@ -238,17 +284,6 @@ pub enum QueueMeasureArg {
     Now,
 }
 
-/// `--controller` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ControllerArg {
-    /// The paper's RCP (DESIGN §4.3).
-    Rcp,
-    /// RCP with admission of new connections (no flash-crowd overflow).
-    Crowd,
-    /// RCP with connection following and rates written into returning ACKs.
-    Echo,
-}
-
 /// `--rcp-update` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RcpUpdateArg {
@@ -283,68 +318,38 @@ pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| format!("{e} (try e.g. 50ms, 250us, 1s)"))
 }
 
+/// `--controller`: `NAME` or `NAME:KEY=VALUE,...`, read as the table
+/// `{ kind = NAME, KEY = VALUE, ... }` of [`ControllerKind`]'s serialised
+/// form (a VALUE that is no TOML value, e.g. `8ms`, is a string).
+pub(crate) fn controller(s: &str) -> Result<ControllerKind, String> {
+    let (name, knobs) = s.split_once(':').unwrap_or((s, ""));
+    let mut t = toml::Table::new();
+    t.insert("kind".into(), toml::Value::String(name.trim().into()));
+    for kv in knobs.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("{kv:?}: expected KEY=VALUE"))?;
+        let v = v.trim();
+        let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(v.into()));
+        t.insert(k.trim().into(), value);
+    }
+    toml::Value::Table(t)
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            format!("{} (e.g. rcp, crowd:caution=2.5, echo)", e.message())
+        })
+}
+
 impl Args {
-    /// The two ports' configurations (forward, reverse), validated.
-    pub fn port_configs(&self) -> anyhow::Result<(PortConfig, PortConfig)> {
-        let seed = self.qdisc.seed();
-        let fwd_qdisc = self.qdisc.config(self.qdisc.qdisc)?;
-        let rev_qdisc = self
-            .qdisc
-            .config(self.qdisc.reverse_qdisc.unwrap_or(self.qdisc.qdisc))?;
-        let make = |capacity: u64, qdisc, seed| -> anyhow::Result<PortConfig> {
-            let mut c = PortConfig::new(capacity);
-            c.qdisc = qdisc;
-            c.seed = seed;
-            c.queue_limit = self.queue;
-            c.delay = self.delay;
-            c.initial_rtt = self.rtt;
-            c.rcp.alpha = self.alpha;
-            c.rcp.beta = self.beta;
-            c.xcp = XcpConfig {
-                alpha: self.xcp_alpha,
-                beta: self.xcp_beta,
-                gamma: self.xcp_gamma,
-            };
-            c.rcp.queue_measure = match self.queue_measure {
-                QueueMeasureArg::Persistent => QueueMeasure::Persistent,
-                QueueMeasureArg::Now => QueueMeasure::Now,
-            };
-            c.rcp.queue_target = self.queue_target;
-            c.rcp.update = match self.rcp_update {
-                RcpUpdateArg::Exponential => RcpUpdate::Exponential,
-                RcpUpdateArg::Linear => RcpUpdate::Linear,
-            };
-            c.controller = match self.controller {
-                ControllerArg::Rcp => ControllerKind::Rcp,
-                ControllerArg::Crowd => ControllerKind::Crowd(CrowdConfig {
-                    caution: self.crowd_caution,
-                    ..CrowdConfig::default()
-                }),
-                ControllerArg::Echo => ControllerKind::Echo(ka_router::EchoConfig::default()),
-            };
-            c.dither = self.dither == OnOff::On;
-            // A bridge is invisible at layer 3: no TTL / hop-limit decrement
-            // (IPv6 neighbour discovery also needs hop limit 255 to survive).
-            c.decrement_ttl = self.bridge.is_none();
-            c.ipv6_signal = self.ipv6_signal == OnOff::On;
-            c.signalling = match self.signalling {
-                SignallingArg::Ka => Signalling::Ka,
-                SignallingArg::Rcp => Signalling::NativeRcp,
-                SignallingArg::Xcp => Signalling::Xcp,
-                SignallingArg::None => Signalling::None,
-            };
-            c.validate()
-                .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
-            Ok(c)
-        };
-        Ok((
-            make(self.rate, fwd_qdisc, seed)?,
-            make(
-                self.reverse_rate.unwrap_or(self.rate),
-                rev_qdisc,
-                seed ^ 0x5245_5645_5253_4521,
-            )?,
-        ))
+    /// The two ports' configurations (forward, reverse), validated
+    /// ([`Setup`](crate::setup::Setup)).
+    #[cfg(test)]
+    pub fn port_configs(&self) -> anyhow::Result<(ka_router::PortConfig, ka_router::PortConfig)> {
+        let s = crate::setup::Setup::try_from(self)?;
+        Ok((s.forward, s.reverse))
     }
 
     /// The two devices: (in, out) TUN devices, or (IF_A, IF_B) in bridge mode.
@@ -386,6 +391,7 @@ impl Args {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use ka_router::{QueueMeasure, RcpUpdate, Signalling, XcpConfig};
 
     fn parse(args: &[&str]) -> Result<Args, clap::Error> {
         Args::try_parse_from(std::iter::once("ka-router").chain(args.iter().copied()))
@@ -415,13 +421,13 @@ mod tests {
         assert_eq!(f.delay, Duration::from_millis(50));
         assert_eq!(f.queue_limit, 1000);
         assert_eq!(f.initial_rtt, Duration::from_millis(100));
-        assert_eq!(f.signalling, Signalling::Ka);
+        assert_eq!(f.signalling, Signalling::KA);
         assert!(f.ipv6_signal);
         // The binary's jitter-tolerant RCP (RcpConfig::queue_target docs).
         assert_eq!(f.rcp.queue_measure, QueueMeasure::Persistent);
         assert_eq!(f.rcp.queue_target, Duration::from_millis(5));
         assert!(f.dither);
-        assert_eq!(f.controller, ka_router::ControllerKind::Rcp);
+        assert_eq!(f.signalling.controller(), Some(&ControllerKind::Rcp));
         assert!(a.metrics.is_none() && a.pcap.is_none() && !a.passthrough);
         assert!(a.realtime.is_none() && a.stamp_log.is_none());
         let s = a.shell_config();
@@ -482,12 +488,12 @@ mod tests {
         assert_eq!(r.initial_rtt, Duration::from_millis(40));
         assert_eq!((f.rcp.alpha, f.rcp.beta), (0.3, 0.5));
         assert!(!r.ipv6_signal);
-        assert_eq!(r.signalling, Signalling::NativeRcp);
+        assert_eq!(r.signalling.carrier(), ka_router::Carrier::NativeRcp);
         assert_eq!(r.rcp.queue_measure, QueueMeasure::Now);
         assert_eq!(r.rcp.queue_target, Duration::ZERO);
         assert!(!r.dither);
-        let ka_router::ControllerKind::Crowd(k) = r.controller else {
-            panic!("crowd expected: {:?}", r.controller);
+        let Some(ControllerKind::Crowd(k)) = r.signalling.controller() else {
+            panic!("crowd expected: {:?}", r.signalling);
         };
         assert_eq!(k.caution, 2.5);
         assert_eq!(r.rcp.update, RcpUpdate::Linear);
@@ -663,10 +669,13 @@ mod tests {
         let (f, r) = a.port_configs().unwrap();
         assert_eq!(
             (f.signalling, r.signalling),
-            (Signalling::Xcp, Signalling::Xcp)
+            (Signalling::XCP, Signalling::XCP)
         );
-        assert_eq!(f.xcp, XcpConfig::default());
-        assert_eq!((f.xcp.alpha, f.xcp.beta, f.xcp.gamma), (0.4, 0.226, 0.1));
+        let Signalling::Xcp(x) = f.signalling else {
+            panic!("{:?}", f.signalling);
+        };
+        assert_eq!(x, XcpConfig::default());
+        assert_eq!((x.alpha, x.beta, x.gamma), (0.4, 0.226, 0.1));
         let a = tun_pair(
             "100mbit",
             &[
@@ -682,6 +691,9 @@ mod tests {
         )
         .unwrap();
         let (f, _) = a.port_configs().unwrap();
-        assert_eq!((f.xcp.alpha, f.xcp.beta, f.xcp.gamma), (0.1, 1.0, 0.2));
+        let Signalling::Xcp(x) = f.signalling else {
+            panic!("{:?}", f.signalling);
+        };
+        assert_eq!((x.alpha, x.beta, x.gamma), (0.1, 1.0, 0.2));
     }
 }

@@ -9,6 +9,7 @@ mod args;
 mod qdisc_args;
 mod realtime;
 mod rwm_args;
+mod setup;
 
 use std::time::Instant;
 
@@ -19,14 +20,16 @@ use ka_router::rwm::Rwm;
 use ka_router::shell::{self, KaPorts, PassThrough};
 
 use args::Args;
+use setup::Setup;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing();
-    let (forward, reverse) = args.port_configs()?;
-    let rwm = args
-        .rwm
-        .config(forward.capacity_bps, reverse.capacity_bps)?;
+    let Setup {
+        forward,
+        reverse,
+        rwm,
+    } = Setup::try_from(&args)?;
     let shell_cfg = args.shell_config();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,9 +1,9 @@
-//! `--qdisc` and the queue disciplines' knobs (DESIGN §8.1–8.3).
+//! `--qdisc` and the queue disciplines' knobs (DESIGN §8.1–8.3); they map
+//! onto `ka_router::qdisc::QdiscConfig` in `setup.rs`.
 
 use std::time::Duration;
 
 use clap::{Args as ClapArgs, ValueEnum};
-use ka_router::qdisc::{FqCodelConfig, QdiscConfig, RedConfig};
 
 use crate::args::OnOff;
 
@@ -76,51 +76,6 @@ pub struct QdiscArgs {
 }
 
 impl QdiscArgs {
-    /// The configuration of `which` with the shared knobs, or an error naming the bad one.
-    pub fn config(&self, which: QdiscArg) -> anyhow::Result<QdiscConfig> {
-        let ecn = self.ecn == OnOff::On;
-        Ok(match which {
-            QdiscArg::Droptail => QdiscConfig::DropTail,
-            QdiscArg::Red => {
-                let ok = |v: f64| v.is_finite() && v > 0.0;
-                if !(ok(self.red_min) && ok(self.red_max) && self.red_min < self.red_max) {
-                    anyhow::bail!(
-                        "--red-min and --red-max must be > 0 with --red-min < --red-max (got {} and {})",
-                        self.red_min,
-                        self.red_max
-                    );
-                }
-                if !(ok(self.red_max_p) && self.red_max_p <= 1.0) {
-                    anyhow::bail!("--red-max-p must be in (0, 1] (got {})", self.red_max_p);
-                }
-                if !(ok(self.red_weight) && self.red_weight <= 1.0) {
-                    anyhow::bail!("--red-weight must be in (0, 1] (got {})", self.red_weight);
-                }
-                QdiscConfig::Red(RedConfig {
-                    min_th: self.red_min,
-                    max_th: self.red_max,
-                    max_p: self.red_max_p,
-                    w_q: self.red_weight,
-                    ecn,
-                    ..RedConfig::default()
-                })
-            }
-            QdiscArg::FqCodel => {
-                if self.codel_target.is_zero() || self.codel_interval.is_zero() {
-                    anyhow::bail!("--codel-target and --codel-interval must be above 0");
-                }
-                QdiscConfig::FqCodel(FqCodelConfig {
-                    target: self.codel_target,
-                    interval: self.codel_interval,
-                    flows: self.fq_flows as usize,
-                    quantum: self.fq_quantum as usize,
-                    ecn,
-                    ..FqCodelConfig::default()
-                })
-            }
-        })
-    }
-
     /// The seed: --qdisc-seed, or a random one from the standard library's
     /// per-process hash keys (so two routers never share a hash secret).
     pub fn seed(&self) -> u64 {

@@ -1,8 +1,8 @@
 //! `--rwm` and its knobs: receive-window modulation (DESIGN §8.5,
-//! `ka_router::rwm`).
+//! `ka_router::rwm`); they map onto `RwmConfig` in `setup.rs`.
 
 use clap::Args as ClapArgs;
-use ka_router::rwm::{RwmClass, RwmConfig};
+use ka_router::rwm::RwmClass;
 
 /// Receive-window modulation options.
 #[derive(Debug, Clone, ClapArgs)]
@@ -111,34 +111,13 @@ fn class(s: &str) -> Result<RwmClass, String> {
     })
 }
 
-impl RwmArgs {
-    /// The RWM configuration (`None` without `--rwm`), with the ports'
-    /// capacities as the default C.
-    pub fn config(&self, forward_bps: u64, reverse_bps: u64) -> anyhow::Result<Option<RwmConfig>> {
-        if !self.rwm {
-            return Ok(None);
-        }
-        let mut c = RwmConfig::new(forward_bps);
-        c.capacity_bps = match self.rwm_capacity {
-            Some(r) => [r, r],
-            None => [forward_bps, reverse_bps],
-        };
-        c.classes = self.classes.clone();
-        c.default_share = self.rwm_default_share;
-        c.delta = self.rwm_delta;
-        c.max_flows = self.rwm_max_flows as usize;
-        c.max_half_open = (c.max_flows / 16).max(64);
-        c.validate()
-            .map_err(|e| anyhow::anyhow!("invalid --rwm options: {e}"))?;
-        Ok(Some(c))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::args::Args;
+    use crate::setup::Setup;
     use clap::Parser as _;
+    use ka_router::rwm::RwmConfig;
 
     fn rwm_config(extra: &[&str]) -> anyhow::Result<Option<RwmConfig>> {
         let mut v = vec![
@@ -154,8 +133,7 @@ mod tests {
         ];
         v.extend_from_slice(extra);
         let a = Args::try_parse_from(v)?;
-        let (f, r) = a.port_configs()?;
-        a.rwm.config(f.capacity_bps, r.capacity_bps)
+        Ok(Setup::try_from(&a)?.rwm)
     }
 
     #[test]

@@ -4,14 +4,20 @@ use std::time::Duration;
 
 /// Knobs of [`Crowd`](super::Crowd).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct CrowdConfig {
     /// Safety factor on the learned occupancy of a newcomer: the weight of
-    /// a newcomer of unknown size is `min(1, caution · u)` (see [`Crowd`](super::Crowd)).
-    /// Larger: a shorter queue and slower first round trips. Default
-    /// [`DEFAULT_CAUTION`].
+    /// a newcomer of unknown size is `min(1, caution · u)`
+    /// (`docs/controllers.md`, Crowd, "Design"). Larger: a shorter queue and
+    /// slower first round trips. Default [`DEFAULT_CAUTION`].
     pub caution: f64,
     /// The queue that newcomers which find no room may build, as time at
-    /// C (see [`Crowd`](super::Crowd), "floor"). Default 8 ms.
+    /// C (`docs/controllers.md`, Crowd, "Design", *floor*). Default 8 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub floor_budget: Duration,
     /// Connections followed at most. Default [`DEFAULT_MAX_FLOWS`].
     pub max_flows: usize,
@@ -41,7 +47,8 @@ impl CrowdConfig {
 }
 
 /// Default [`CrowdConfig::caution`]: the point of the light-load trade-off
-/// that keeps Fig. 3's queue within the `fig3-crowd` bound (see [`Crowd`](super::Crowd)).
+/// that keeps Fig. 3's queue within the `fig3-crowd` bound
+/// (`docs/controllers.md`, Crowd, "Light load: the trade-off").
 pub const DEFAULT_CAUTION: f64 = 4.0;
 
 /// Default [`CrowdConfig::max_flows`].

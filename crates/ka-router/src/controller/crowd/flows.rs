@@ -1,10 +1,9 @@
-//! The bounded table of TCP connections a [`Crowd`](super::Crowd)
-//! controller follows, with running totals over it.
+//! The connections a [`Crowd`](super::Crowd) controller follows: their
+//! phases and the totals over them.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::controller::packet::FlowKey;
+use crate::controller::table::{Table, Totals, add, add_sum};
 
 /// Where a connection is in its life at the port.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,11 +61,9 @@ pub(super) struct Flow {
     pub told: f64,
 }
 
-/// Followed connections and totals over them.
+/// Totals over the followed connections.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Table {
-    map: BTreeMap<FlowKey, Flow>,
-    cap: usize,
+pub(super) struct CrowdTotals {
     /// Announced connections.
     pub announced: usize,
     /// Pending connections and the sum of their grants (B/ms).
@@ -84,115 +81,35 @@ pub(super) struct Table {
     pub limited_m: f64,
 }
 
-impl Table {
-    /// An empty table that follows at most `cap` connections.
-    pub fn new(cap: usize) -> Self {
-        Self {
-            cap,
-            ..Self::default()
-        }
-    }
+/// The table a [`Crowd`](super::Crowd) keeps.
+pub(super) type Flows = Table<Flow, CrowdTotals>;
 
-    /// Connections followed.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// The connection `key`.
-    pub fn get(&self, key: &FlowKey) -> Option<&Flow> {
-        self.map.get(key)
-    }
-
-    /// Mutable access for fields that do not affect the totals (`last`,
-    /// `told`, an active connection's counters). Phase changes go through
-    /// [`Table::set_phase`].
-    pub fn get_mut(&mut self, key: &FlowKey) -> Option<&mut Flow> {
-        self.map.get_mut(key)
-    }
-
-    fn count(&mut self, phase: &Phase, sign: i64) {
-        let add = |v: &mut usize| {
-            *v = if sign > 0 {
-                v.saturating_add(1)
-            } else {
-                v.saturating_sub(1)
-            }
-        };
-        match phase {
-            Phase::Announced { .. } => add(&mut self.announced),
+impl Totals<Flow> for CrowdTotals {
+    fn count(&mut self, f: &Flow, sign: i64) {
+        match &f.phase {
+            Phase::Announced { .. } => add(&mut self.announced, sign),
             Phase::Pending { g, .. } => {
-                add(&mut self.pending);
-                self.pending_g = (self.pending_g + sign as f64 * g).max(0.0);
-                if self.pending == 0 {
-                    self.pending_g = 0.0;
-                }
+                add(&mut self.pending, sign);
+                add_sum(&mut self.pending_g, self.pending, sign, *g);
             }
             Phase::Active(a) => {
-                add(&mut self.active);
+                add(&mut self.active, sign);
                 if a.limited {
-                    add(&mut self.limited);
+                    add(&mut self.limited, sign);
                 }
                 if !a.learned {
-                    add(&mut self.young);
-                    self.young_ramp = (self.young_ramp + sign as f64 * a.ramp).max(0.0);
-                    if self.young == 0 {
-                        self.young_ramp = 0.0;
-                    }
+                    add(&mut self.young, sign);
+                    add_sum(&mut self.young_ramp, self.young, sign, a.ramp);
                 }
             }
         }
     }
 
-    /// Starts following `key` in `phase`; false (and nothing changes) if
-    /// it is followed already or the table is full.
-    pub fn insert(&mut self, key: FlowKey, phase: Phase, now: Duration) -> bool {
-        if self.map.len() >= self.cap || self.map.contains_key(&key) {
-            return false;
-        }
-        self.count(&phase, 1);
-        self.map.insert(
-            key,
-            Flow {
-                phase,
-                last: now,
-                told: f64::INFINITY,
-            },
-        );
-        true
-    }
-
-    /// Moves `key` to `phase`, keeping the totals right.
-    pub fn set_phase(&mut self, key: &FlowKey, phase: Phase) {
-        let Some(old) = self.map.get(key).map(|f| f.phase) else {
-            return;
-        };
-        self.count(&old, -1);
-        self.count(&phase, 1);
-        if let Some(f) = self.map.get_mut(key) {
-            f.phase = phase;
-        }
-    }
-
-    /// Stops following `key`; returns what it was.
-    pub fn remove(&mut self, key: &FlowKey) -> Option<Flow> {
-        let f = self.map.remove(key)?;
-        self.count(&f.phase, -1);
-        Some(f)
-    }
-
-    /// Visits every connection (in key order, so runs repeat exactly);
-    /// `visit` returns false to drop it. Recomputes all totals.
-    pub fn sweep(&mut self, mut visit: impl FnMut(&mut Flow) -> bool) {
-        self.map.retain(|_, f| visit(f));
-        self.announced = 0;
-        self.pending = 0;
-        self.pending_g = 0.0;
-        self.active = 0;
-        self.limited = 0;
-        self.young = 0;
-        self.young_ramp = 0.0;
-        self.limited_m = 0.0;
-        for f in self.map.values() {
+    /// The sweep changes flows in place (`learned`, `limited`, `m`):
+    /// every total is recomputed.
+    fn after_sweep<'a>(&mut self, flows: impl Iterator<Item = &'a Flow>) {
+        *self = Self::default();
+        for f in flows {
             match f.phase {
                 Phase::Announced { .. } => self.announced += 1,
                 Phase::Pending { g, .. } => {
@@ -215,9 +132,21 @@ impl Table {
     }
 }
 
+impl Flow {
+    /// A connection first seen at `now` in `phase`.
+    pub fn new(phase: Phase, now: Duration) -> Self {
+        Self {
+            phase,
+            last: now,
+            told: f64::INFINITY,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::packet::FlowKey;
 
     fn key(n: u16) -> FlowKey {
         FlowKey {
@@ -228,16 +157,17 @@ mod tests {
 
     #[test]
     fn totals_follow_phase_changes_and_cap_holds() {
-        let mut t = Table::new(3);
+        let mut t = Flows::new(3);
         let z = Duration::ZERO;
-        assert!(t.insert(key(1), Phase::Announced { at: z }, z));
+        let flow = |p| Flow::new(p, z);
+        assert!(t.insert(key(1), flow(Phase::Announced { at: z })));
         assert!(
-            !t.insert(key(1), Phase::Announced { at: z }, z),
+            !t.insert(key(1), flow(Phase::Announced { at: z })),
             "no duplicates"
         );
-        assert!(t.insert(key(2), Phase::Pending { at: z, g: 10.0 }, z));
-        assert!(t.insert(key(3), Phase::Pending { at: z, g: 5.0 }, z));
-        assert!(!t.insert(key(4), Phase::Announced { at: z }, z), "full");
+        assert!(t.insert(key(2), flow(Phase::Pending { at: z, g: 10.0 })));
+        assert!(t.insert(key(3), flow(Phase::Pending { at: z, g: 5.0 })));
+        assert!(!t.insert(key(4), flow(Phase::Announced { at: z })), "full");
         assert_eq!((t.announced, t.pending, t.pending_g), (1, 2, 15.0));
         let a = Active {
             since: z,
@@ -250,13 +180,15 @@ mod tests {
             limited: true,
             ramp: 0.25,
         };
-        t.set_phase(&key(2), Phase::Active(a));
+        t.update(&key(2), |f| f.phase = Phase::Active(a));
         assert_eq!(
             (t.pending, t.pending_g, t.active, t.limited),
             (1, 5.0, 1, 1)
         );
         assert_eq!((t.young, t.young_ramp), (1, 0.25));
-        t.set_phase(&key(2), Phase::Active(Active { ramp: 0.75, ..a }));
+        t.update(&key(2), |f| {
+            f.phase = Phase::Active(Active { ramp: 0.75, ..a })
+        });
         assert_eq!((t.young, t.young_ramp), (1, 0.75));
         t.remove(&key(3));
         assert_eq!((t.pending, t.pending_g), (0, 0.0));

@@ -1,0 +1,339 @@
+//! RCP's control law ([`RcpLoop`], the one every controller of this crate
+//! runs) and the paper's controller built on it alone ([`Rcp`]).
+
+use std::time::Duration;
+
+use super::{Measurement, RateController};
+use crate::config::{RcpConfig, RcpUpdate};
+
+/// The smallest d the law divides by (1 ns, in ms): guards against a zero
+/// RTT producing infinities.
+pub const MIN_RTT_MS: f64 = 1e-6;
+
+/// RCP's control law (DESIGN §4.3) on one multiplied quantity v: once per
+/// control interval `v ← v · eˣ` (or `v · (1 + x)`, per
+/// [`RcpConfig::update`]) with `x = (T/d) · (α·(C − y) − β·q/d) / C`,
+/// clamped to bounds the caller picks.
+///
+/// [`Rcp`] runs it on the rate R itself; [`Crowd`](super::Crowd) and
+/// [`Echo`](super::Echo) run it on a multiplier κ of the fair share, so all
+/// three share one loop (and its stability: Dukkipati's analysis of RCP).
+/// A new controller that wants RCP's loop embeds one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RcpLoop {
+    value: f64,
+}
+
+/// What one control interval tells [`RcpLoop::factor`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LawInput {
+    /// T, the interval's length.
+    pub interval: Duration,
+    /// d in milliseconds (at least [`MIN_RTT_MS`]).
+    pub d_ms: f64,
+    /// C in B/ms.
+    pub capacity: f64,
+    /// y in B/ms (the arrivals; a controller may add demand it has granted
+    /// but not seen arrive yet).
+    pub input_rate: f64,
+    /// q in bytes.
+    pub queue_bytes: usize,
+}
+
+impl LawInput {
+    /// The input of measurement `m` as the port took it (d from
+    /// [`Measurement::rtt`], C from [`Measurement::capacity`]).
+    pub fn of(m: &Measurement) -> Self {
+        Self {
+            interval: m.interval,
+            d_ms: (m.rtt.as_secs_f64() * 1e3).max(MIN_RTT_MS),
+            capacity: m.capacity,
+            input_rate: m.input_rate,
+            queue_bytes: m.queue_bytes,
+        }
+    }
+}
+
+impl RcpLoop {
+    /// A loop starting at `value`.
+    pub fn new(value: f64) -> Self {
+        Self { value }
+    }
+
+    /// The current value.
+    pub fn value(&self) -> f64 {
+        self.value
+    }
+
+    /// Sets the value (e.g. when the port restores R on entering TCP mode).
+    pub fn set(&mut self, value: f64) {
+        self.value = value;
+    }
+
+    /// The per-interval multiplier `1 + x` or `eˣ` ([`RcpUpdate`]), `x =
+    /// (T/d)(α(C − y) − βq/d)/C`; 1 when C is not positive or the result is
+    /// not a number.
+    pub fn factor(rcp: &RcpConfig, i: &LawInput) -> f64 {
+        let c = i.capacity;
+        if c.is_nan() || c <= 0.0 {
+            return 1.0;
+        }
+        let t = i.interval.as_secs_f64() * 1e3;
+        let d = i.d_ms;
+        let q = i.queue_bytes as f64;
+        let x = (t / d) * (rcp.alpha * (c - i.input_rate) - rcp.beta * q / d) / c;
+        let f = match rcp.update {
+            RcpUpdate::Linear => 1.0 + x,
+            RcpUpdate::Exponential => x.exp(),
+        };
+        if f.is_nan() { 1.0 } else { f }
+    }
+
+    /// One interval with multiplier `f`: `v ← clamp(v·f, lo, hi)` (`lo` if
+    /// the product is not a number). Returns the new value.
+    pub fn step(&mut self, f: f64, lo: f64, hi: f64) -> f64 {
+        let v = self.value * f;
+        self.value = if v.is_nan() { lo } else { v.clamp(lo, hi) };
+        self.value
+    }
+
+    /// `n` intervals with the same multiplier `f`, in closed form: with a
+    /// constant multiplier the clamped iteration is monotone, so n steps
+    /// equal one step with `fⁿ` (and any `f ≤ 0` sends v to `lo` at the
+    /// first step). The result may differ from n separate steps in the last
+    /// bits of the mantissa. Returns the new value.
+    pub fn steps(&mut self, f: f64, n: u64, lo: f64, hi: f64) -> f64 {
+        if n == 0 {
+            return self.value;
+        }
+        let v = if f <= 0.0 {
+            lo
+        } else {
+            // Keep v itself in range first: the closed form assumes it.
+            self.value.clamp(lo, hi) * f.powf(n as f64)
+        };
+        self.value = if v.is_nan() { lo } else { v.clamp(lo, hi) };
+        self.value
+    }
+}
+
+/// The RCP controller: [`RcpLoop`] on R itself, clamped to
+/// `[min(R_min, C), R_max]`, starting at `R₀ = initial_frac · C`.
+///
+/// **Deviation from DESIGN §4.3 (upper clamp).** DESIGN clamps R to C. KA
+/// signals R quantised *down* to a code (encode never over-states), and the
+/// codes are 6.45 % apart, so with R ≤ C a lone flow is held at the code
+/// below C: up to 6.45 % of the link (plus the 1.3 % a split's extra header
+/// costs) is never used, e.g. 18.96 of 20 Mbit/s. RCP's own loop fixes this
+/// if R may rise to the next code above C (`R_max` =
+/// [`Measurement::max_rate`]): the flow then dithers between the two codes
+/// around C and the queue term (β·q/d) keeps the average at C with a near
+/// empty queue, exactly as N > 1 flows already dither around C/N. With more
+/// than one flow the ceiling is never reached, so nothing else changes.
+///
+/// Knobs: [`RcpConfig`] (α, β, R₀, R_min, the update). Use it for the
+/// paper's behaviour; see [`Crowd`](super::Crowd) and [`Echo`](super::Echo)
+/// for flash crowds at light load (`docs/controllers.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rcp {
+    config: RcpConfig,
+    rate: RcpLoop,
+}
+
+impl Rcp {
+    /// A controller for a link of `capacity` B/ms.
+    pub fn new(config: RcpConfig, capacity: f64) -> Self {
+        let capacity = if capacity.is_finite() && capacity > 0.0 {
+            capacity
+        } else {
+            0.0
+        };
+        let lo = config.min_rate.min(capacity);
+        let rate = (config.initial_frac * capacity).clamp(lo, capacity);
+        Self {
+            config,
+            rate: RcpLoop::new(rate),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RcpConfig {
+        &self.config
+    }
+
+    fn bounds(&self, m: &Measurement) -> (f64, f64) {
+        let c = m.capacity.max(0.0);
+        // The ceiling is never below C (nor NaN).
+        let hi = if m.max_rate > c { m.max_rate } else { c };
+        (self.config.min_rate.min(c), hi)
+    }
+}
+
+impl RateController for Rcp {
+    fn on_interval(&mut self, m: &Measurement) -> f64 {
+        let (lo, hi) = self.bounds(m);
+        let f = RcpLoop::factor(&self.config, &LawInput::of(m));
+        self.rate.step(f, lo, hi)
+    }
+
+    /// Closed form ([`RcpLoop::steps`]).
+    fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
+        if n == 0 {
+            return self.rate.value();
+        }
+        let (lo, hi) = self.bounds(m);
+        let f = RcpLoop::factor(&self.config, &LawInput::of(m));
+        self.rate.steps(f, n, lo, hi)
+    }
+
+    fn rate(&self) -> f64 {
+        self.rate.value()
+    }
+
+    fn restore(&mut self, rate: f64) {
+        if rate.is_finite() && rate > 0.0 {
+            self.rate.set(rate);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(y: f64, q: usize) -> Measurement {
+        Measurement {
+            interval: Duration::from_millis(10),
+            rtt: Duration::from_millis(100),
+            capacity: 1000.0,
+            max_rate: 1000.0,
+            input_rate: y,
+            queue_bytes: q,
+        }
+    }
+
+    #[test]
+    fn starts_at_initial_fraction() {
+        let r = Rcp::new(RcpConfig::default(), 1000.0);
+        assert!((r.rate() - 50.0).abs() < 1e-9);
+    }
+
+    fn linear() -> RcpConfig {
+        RcpConfig {
+            update: RcpUpdate::Linear,
+            ..RcpConfig::default()
+        }
+    }
+
+    #[test]
+    fn formula_one_step() {
+        // y = 500, q = 10_000 bytes: x = 0.1·(0.1·500 − 10000/100)/1000
+        let x = 0.1 * (0.1 * 500.0 - 100.0) / 1000.0;
+        let mut r = Rcp::new(linear(), 1000.0);
+        let got = r.on_interval(&m(500.0, 10_000));
+        let want = 50.0 * (1.0 + x);
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let got = r.on_interval(&m(500.0, 10_000));
+        let want = 50.0 * x.exp();
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        // The same to first order: x = −0.5 %, the two differ by x²/2.
+        assert!((x.exp() - (1.0 + x)).abs() < 2e-5);
+    }
+
+    /// T = d (small RTTs) and a queue above one bandwidth-delay product:
+    /// the linear step falls to R_min, the exponential one by e^x.
+    #[test]
+    fn exponential_update_does_not_collapse_at_t_equal_d() {
+        // C = 10 000 B/ms (80 Mbit/s), so that R₀·e^x stays above R_min
+        // (≈ 15 B/ms, the smallest encodable rate).
+        let big = Measurement {
+            interval: Duration::from_millis(1),
+            rtt: Duration::from_millis(1),
+            // y = 2C, q = 1.2 C·d: x = 0.1·(−1) − 1.2 = −1.3
+            capacity: 10_000.0,
+            max_rate: 10_000.0,
+            input_rate: 20_000.0,
+            queue_bytes: 12_000,
+        };
+        let mut lin = Rcp::new(linear(), 10_000.0);
+        assert_eq!(lin.on_interval(&big), RcpConfig::default().min_rate);
+        let mut exp = Rcp::new(RcpConfig::default(), 10_000.0);
+        let got = exp.on_interval(&big);
+        let want = 500.0 * (-1.3f64).exp();
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    }
+
+    #[test]
+    fn clamps_to_capacity_and_min() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        for _ in 0..10_000 {
+            r.on_interval(&m(0.0, 0));
+        }
+        assert_eq!(r.rate(), 1000.0);
+        for _ in 0..10_000 {
+            r.on_interval(&m(5000.0, 1_000_000));
+        }
+        assert_eq!(r.rate(), RcpConfig::default().min_rate);
+    }
+
+    #[test]
+    fn ceiling_above_capacity_is_honoured_but_never_below() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let up = Measurement {
+            max_rate: 1064.0,
+            ..m(0.0, 0)
+        };
+        for _ in 0..10_000 {
+            r.on_interval(&up);
+        }
+        assert_eq!(r.rate(), 1064.0);
+        let below = Measurement {
+            max_rate: 900.0,
+            ..m(0.0, 0)
+        };
+        r.on_interval(&below);
+        assert_eq!(r.rate(), 1000.0, "a ceiling below C is ignored");
+    }
+
+    #[test]
+    fn batch_matches_iteration() {
+        for (cfg, (y, q)) in [linear(), RcpConfig::default()]
+            .into_iter()
+            .flat_map(|c| [(0.0, 0), (900.0, 0), (1200.0, 3000), (100.0, 50)].map(|m| (c, m)))
+        {
+            let mut a = Rcp::new(cfg, 1000.0);
+            let mut b = a.clone();
+            for _ in 0..137 {
+                a.on_interval(&m(y, q));
+            }
+            b.on_intervals(&m(y, q), 137);
+            let rel = (a.rate() - b.rate()).abs() / a.rate();
+            assert!(rel < 1e-9, "{y} {q}: {} vs {}", a.rate(), b.rate());
+        }
+    }
+
+    #[test]
+    fn huge_negative_factor_goes_to_min() {
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let mm = Measurement {
+            queue_bytes: usize::MAX / 2,
+            ..m(0.0, 0)
+        };
+        assert_eq!(r.on_intervals(&mm, 3), RcpConfig::default().min_rate);
+    }
+
+    /// A multiplier that is not a number leaves the value alone; a product
+    /// that is not one (0 · ∞) falls to the lower bound.
+    #[test]
+    fn non_numbers_are_contained() {
+        let nan = LawInput {
+            capacity: f64::NAN,
+            ..LawInput::of(&m(0.0, 0))
+        };
+        assert_eq!(RcpLoop::factor(&RcpConfig::default(), &nan), 1.0);
+        let mut l = RcpLoop::new(0.0);
+        assert_eq!(l.step(f64::INFINITY, 2.0, 5.0), 2.0);
+        assert_eq!(l.steps(f64::INFINITY, 4, 2.0, 5.0), 5.0);
+    }
+}
