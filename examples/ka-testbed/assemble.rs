@@ -1,4 +1,4 @@
-//! A real run in the simulator's form (`ka_sim::sim::RunResult`), so that
+//! A real run in the simulator's form (`ka_sim::results::RunResult`), so that
 //! the simulator's writers (`flows.csv`, `series.csv`, `summary.json`, the
 //! per-run plots) and the experiment's headlines, checks and figures apply
 //! to it unchanged.
@@ -17,10 +17,10 @@ use std::collections::HashMap;
 
 use anyhow::bail;
 use ka_sim::engine::{EngineStats, NodeId};
-use ka_sim::metrics::{Metric, Series};
+use ka_sim::model::world::{FlowRecord, PathInfo};
+use ka_sim::results::metrics::{Metric, Series};
+use ka_sim::results::{HopResult, RunResult, offered_load};
 use ka_sim::scenario::{Scenario, Topology};
-use ka_sim::sim::{HopResult, RunResult, offered_load};
-use ka_sim::world::{FlowRecord, PathInfo};
 
 use crate::hosts::BIN_NS;
 use crate::metrics::{self, Poller};

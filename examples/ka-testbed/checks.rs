@@ -5,12 +5,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ka_sim::claims::Claim;
 use ka_sim::engine::to_secs;
-use ka_sim::metrics::Metric;
+use ka_sim::paper::claims::Claim;
 use ka_sim::paper::testbed::SIZE_BUCKETS;
 use ka_sim::paper::{fcts_in, mean_fct_in};
-use ka_sim::sim::RunResult;
+use ka_sim::results::RunResult;
+use ka_sim::results::metrics::Metric;
 
 use crate::wire::Record;
 

@@ -4,8 +4,8 @@
 //!
 //! * **senders** (namespace A): one per scenario sender, each an on-off
 //!   loop drawing its off times and flow sizes from the simulator's random
-//!   stream for that sender (`ka_sim::rng::stream(seed, i)`, the same draws
-//!   in the same order as `ka_sim::host`), so a real run and its simulation
+//!   stream for that sender (`ka_sim::engine::rng::stream(seed, i)`, the same draws
+//!   in the same order as `ka_sim::model::host`), so a real run and its simulation
 //!   offer the same flows. A flow: open a connection, write the
 //!   [`Header`](crate::wire::Header) and filler up to the size, close, and
 //!   wait until everything is acknowledged (KA endpoints: the driver's
@@ -20,7 +20,7 @@
 //! TUN device with its own /30 (the README's wiring); the receiver is one
 //! userspace host. `tcp-cubic` and `tcp-newreno` flows are the Linux
 //! kernel's TCP (per-socket `TCP_CONGESTION`), to a kernel receiver.
-//! The endpoint's TCP parameters are the simulator's (`ka_sim::host::
+//! The endpoint's TCP parameters are the simulator's (`ka_sim::model::host::
 //! tcp_config` plus the scenario's `[tcp]`), so both halves run the same
 //! endpoint configuration.
 //!
@@ -37,8 +37,8 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 use ka_endpoint::TcpConfig;
 use ka_endpoint::driver::{Cidr, DriverConfig, KaStack, KaStream};
-use ka_sim::host::{payload_per_packet_of, tcp_config};
-use ka_sim::rng::{self, SizeDist};
+use ka_sim::engine::rng::{self, SizeDist};
+use ka_sim::model::host::{payload_per_packet_of, tcp_config};
 use ka_sim::scenario::{FlowKind, Scenario, Workload};
 use rand_chacha::ChaCha8Rng;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

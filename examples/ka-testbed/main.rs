@@ -53,12 +53,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
-use ka_sim::claims::Claim;
+use ka_sim::paper::claims::Claim;
 use ka_sim::paper::testbed::{self, Overrides, SCHEMES, TestbedLoad};
-use ka_sim::plot::{self, Panel};
+use ka_sim::results::RunResult;
+use ka_sim::results::plot::{self, Panel};
+use ka_sim::results::report;
+use ka_sim::run;
+use ka_sim::scenario;
 use ka_sim::scenario::Scenario;
-use ka_sim::sim::{self, RunResult};
-use ka_sim::{report, scenario};
 use serde_json::{Value, json};
 
 const UNITS: &str = "Rates in bit/s with a unit (100mbit, 20mbit, 1.5gbit); durations with one \
@@ -314,8 +316,8 @@ fn experiment(load: Option<TestbedLoad>, file: Option<&Path>, o: &Opts) -> anyho
         for (scheme, s) in &runs {
             procs::check_stop()?;
             let label = format!("{name}/{scheme} (sim)");
-            let mut p = sim::Progress::new(&label);
-            let r = sim::run_scenario(s, Some(&mut p))?;
+            let mut p = run::Progress::new(&label);
+            let r = run::run_scenario(s, Some(&mut p))?;
             let dir = o.out.join("sim").join(scheme);
             let h = testbed::headline(&r);
             let sum = report::write_all(&dir, &r, h.clone())?;

@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use ka_router::Counters;
 use ka_router::stats::{SOJOURN_BOUNDS_S, SojournHistogram};
-use ka_sim::metrics::{Metric, Series};
+use ka_sim::results::metrics::{Metric, Series};
 use ka_sim::scenario::PortKind;
 
 use crate::wire::now_ns;

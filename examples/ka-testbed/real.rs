@@ -27,8 +27,8 @@ use anyhow::{Context as _, bail};
 use ka_io::host::StealMeter;
 use ka_router::RouterFile;
 use ka_router::shell::testbed::{Side, Testbed};
+use ka_sim::results::RunResult;
 use ka_sim::scenario::{PortKind, Scenario, Topology, Workload};
-use ka_sim::sim::RunResult;
 
 use crate::hosts::MAX_SENDERS;
 use crate::metrics::{self, POLL, Poller};
@@ -54,7 +54,7 @@ pub struct RealRun {
     /// Notes on the host during the run (JSON).
     pub host: serde_json::Value,
     /// The run's invariants ([`crate::checks::sanity`]).
-    pub sanity: Vec<ka_sim::claims::Claim>,
+    pub sanity: Vec<ka_sim::paper::claims::Claim>,
 }
 
 /// The router's configuration file for `s`: its `[router]` knobs and the

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ka_sim::output::{FLOWS_HEADER, SERIES_HEADER};
+use ka_sim::results::output::{FLOWS_HEADER, SERIES_HEADER};
 
 const TESTBED: &str = env!("CARGO_BIN_EXE_ka-testbed");
 

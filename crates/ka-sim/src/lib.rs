@@ -4,25 +4,30 @@
 //! `ka_router::Port` and `ka_endpoint` cores that run on real networks, with
 //! real packet bytes; nothing here re-implements router or TCP logic.
 //!
+//! The modules are layers; each uses only the ones above it:
+//!
 //! * [`engine`]: integer-nanosecond time, `(time, seq)` ordering, links
 //!   with rate, delay and an in-flight FIFO (one heap entry per link head),
-//!   node timers with lazy cancellation, a buffer pool.
-//! * [`router`]: router nodes running `ka_router::Router` (the composition
-//!   the `ka-router` binary runs), static routing by host.
-//! * [`scenario`] / [`net`]: TOML scenarios — dumbbell, KA router in front
-//!   of a legacy bottleneck (paper Fig. 6), parking lot, any line of hops,
-//!   per-flow RTTs — and the network built from them.
-//! * [`dcc`]: the DCC topology — two middleboxes (router ports shaped at
-//!   an aggregate's rate, a fixed SLA or MulTCP) and LCCP in the local
-//!   segments (DESIGN §8.7); [`udp`]: hosts running
-//!   `ka_endpoint::udp`'s LCCP-controlled or plain CBR sources.
-//! * [`rng`]: per-sender ChaCha8 streams, exponential and bounded Pareto.
-//! * [`sim`] / [`metrics`] / [`output`] / [`plot`]: the run loop, the
-//!   time-binned series, `flows.csv`, `series.csv`, `summary.json`, SVGs.
-//! * [`segment`]: a long stationary run cut into time segments simulated in
-//!   parallel and stitched into one result (used by `paper xcp-fig8`).
+//!   node timers with lazy cancellation, a buffer pool; [`engine::rng`]:
+//!   per-sender ChaCha8 streams, exponential and bounded Pareto.
+//! * [`scenario`]: TOML scenarios and their validation — dumbbell, KA
+//!   router in front of a legacy bottleneck (paper Fig. 6), parking lot,
+//!   any line of hops, per-flow RTTs, and the DCC topology
+//!   ([`scenario::dcc`]: two middleboxes shaping an aggregate at a fixed
+//!   SLA or MulTCP rate, LCCP in the local segments, DESIGN §8.7).
+//! * [`model`]: the simulated network built from a scenario — router nodes
+//!   running `ka_router::Router` (the composition the `ka-router` binary
+//!   runs) with static routing by host, hosts running the real
+//!   `ka_endpoint` stacks (TCP, and `ka_endpoint::udp`'s LCCP-controlled
+//!   or plain CBR sources), the DCC middlebox hooks, the flow table.
+//! * [`results`]: a run's result, the time-binned series, `flows.csv`,
+//!   `series.csv`, `summary.json`, SVGs.
+//! * [`run`]: the run loop; [`run::segment`]: a long stationary run cut
+//!   into time segments simulated in parallel and stitched into one result
+//!   (used by `paper xcp-fig8`); [`run::sweep`]: parameter sweeps.
 //! * [`paper`]: the published experiments (the Kick-Ass paper's figures,
-//!   the AQM comparison, the XCP-vs-RCP seed's figures).
+//!   the AQM comparison, the XCP-vs-RCP seed's figures) and the claims
+//!   they check.
 //!
 //! Determinism: the same scenario and seed give byte-identical output files
 //! (only the wall-clock fields of `summary.json` differ). The cores get
@@ -30,26 +35,13 @@
 //! offset, and every output is computed from offsets only.
 #![forbid(unsafe_code)]
 
-pub mod addr;
-pub mod claims;
-pub mod dcc;
 pub mod engine;
-pub mod host;
-pub mod metrics;
-pub mod net;
-pub mod output;
+pub mod model;
 pub mod paper;
-pub mod plot;
-pub mod report;
-pub mod rng;
-pub mod router;
-pub mod rwmstats;
+pub mod results;
+pub mod run;
 pub mod scenario;
-pub mod segment;
-pub mod sim;
-pub mod sweep;
-pub mod udp;
-pub mod world;
 
-#[cfg(test)]
-mod testhost;
+pub use results::RunResult;
+pub use run::run_scenario;
+pub use scenario::Scenario;

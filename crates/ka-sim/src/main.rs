@@ -13,8 +13,9 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
 use ka_sim::paper::{self, Experiment};
-use ka_sim::sweep::{self, Shard};
-use ka_sim::{report, sim};
+use ka_sim::results::report;
+use ka_sim::run;
+use ka_sim::run::sweep::{self, Shard};
 
 #[derive(Parser)]
 #[command(
@@ -120,8 +121,8 @@ fn main() -> Result<()> {
             } else {
                 format!("{}/{}", s.name, s.variant)
             };
-            let mut progress = sim::Progress::new(&label);
-            let r = sim::run_scenario(&s, Some(&mut progress))?;
+            let mut progress = run::Progress::new(&label);
+            let r = run::run_scenario(&s, Some(&mut progress))?;
             let sum = report::write_all(&run.out()?, &r, serde_json::Value::Null)?;
             eprintln!("{}", report::one_line(&sum));
         }

@@ -5,9 +5,9 @@
 //! crowd fills the 1000-packet queue.
 
 use ka_router::{ControllerKind, CrowdConfig, EchoConfig};
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
+use ka_sim::run::run_scenario;
 use ka_sim::scenario::Scenario;
-use ka_sim::sim::run_scenario;
 
 /// (queue peak, drops) of the 64-flow crowd, 4.8 s (the crowd starts at
 /// 4 s).

@@ -2,9 +2,9 @@
 //! aggregate controllers (a fixed SLA rate, MulTCP against TCP cross
 //! traffic), LCCP's per-host shares, and LCCP-controlled UDP.
 
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
 use ka_sim::scenario::{FlowKind, Scenario};
-use ka_sim::sim::{RunResult, run_scenario};
+use ka_sim::{RunResult, run_scenario};
 
 fn run(text: &str) -> RunResult {
     run_scenario(&Scenario::from_toml(text).unwrap(), None).unwrap()

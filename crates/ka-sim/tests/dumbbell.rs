@@ -1,9 +1,9 @@
 //! End-to-end runs on the real router and endpoint cores: small dumbbells
 //! where the right answer is known.
 
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
 use ka_sim::scenario::Scenario;
-use ka_sim::sim::{RunResult, run_scenario};
+use ka_sim::{RunResult, run_scenario};
 
 mod support;
 use support::{ScenarioToml, long_lived, on_off};
@@ -174,7 +174,7 @@ fn sized_flows_complete_and_ka_beats_tcp_on_large_flows() {
         r.flows
             .iter()
             .filter(|f| f.kind.label() == kind && f.end.is_some())
-            .map(|f| ka_sim::metrics::ka_time_frac(f, 10_000_000_000))
+            .map(|f| ka_sim::results::metrics::ka_time_frac(f, 10_000_000_000))
             .sum::<f64>()
     };
     assert!(frac("ka") > 0.0);
@@ -189,7 +189,7 @@ fn runs_are_byte_identical_files() {
     for i in 0..2 {
         let dir = base.join(i.to_string());
         let r = run_scenario(&s, None).unwrap();
-        ka_sim::report::write_all(&dir, &r, serde_json::json!({})).unwrap();
+        ka_sim::results::report::write_all(&dir, &r, serde_json::json!({})).unwrap();
         outs.push(dir);
     }
     let mut names: Vec<_> = std::fs::read_dir(&outs[0])
@@ -204,7 +204,7 @@ fn runs_are_byte_identical_files() {
         if name == "summary.json" {
             let strip = |bytes: &[u8]| {
                 let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
-                for k in ka_sim::output::WALL_CLOCK_KEYS {
+                for k in ka_sim::results::output::WALL_CLOCK_KEYS {
                     v.as_object_mut().unwrap().remove(k);
                 }
                 v
@@ -311,7 +311,7 @@ fn ka_router_switches_to_tcp_mode_while_tcp_cross_traffic_lasts() {
     let alone = rate(&r, 0, 13.0, 16.0);
     assert!(alone > 0.8 * 2.5e6 * PAYLOAD && alone < 2.5e6, "{alone}");
     let rates: Vec<f64> = (0..8).map(|f| rate(&r, f, 13.0, 16.0)).collect();
-    let jain = ka_sim::metrics::jain(&rates).unwrap();
+    let jain = ka_sim::results::metrics::jain(&rates).unwrap();
     assert!(jain > 0.99, "{rates:?}");
 }
 

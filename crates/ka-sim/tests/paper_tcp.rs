@@ -2,8 +2,8 @@
 //! `scenarios/fig*.toml`) at connection start, where it must do what ns-3's
 //! `TcpSocketBase` does (docs/RESULTS.md, "Paper TCP vs ns-3").
 
+use ka_sim::run::run_scenario;
 use ka_sim::scenario::{Scenario, TcpKnobs};
-use ka_sim::sim::run_scenario;
 
 mod support;
 use support::{ScenarioToml, on_off};

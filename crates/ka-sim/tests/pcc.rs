@@ -1,9 +1,9 @@
 //! PCC flows (ka-endpoint's Vivace controller, plain TCP without KA) on a
 //! drop-tail dumbbell: convergence, loss, queue and fairness.
 
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
 use ka_sim::scenario::Scenario;
-use ka_sim::sim::{RunResult, run_scenario};
+use ka_sim::{RunResult, run_scenario};
 
 mod support;
 use support::{ScenarioToml, long_lived};

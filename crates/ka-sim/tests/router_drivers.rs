@@ -3,7 +3,7 @@
 //! `ka_router::shell::KaPorts` exactly as the binary's forwarding loop
 //! drives a `Forwarder` (packets pushed in batches at their arrival times,
 //! `poll_transmit` per direction at each `poll_timeout` instant) and (b)
-//! through `ka_sim::router::RouterNode` on the engine (a node replaying the
+//! through `ka_sim::model::router::RouterNode` on the engine (a node replaying the
 //! trace, sinks behind the router's two interfaces), leaves both with the
 //! same bytes at the same instants, interface by interface.
 //!
@@ -23,9 +23,9 @@ use ka_codec::wire::checksum;
 use ka_router::rwm::{Rwm, RwmClass, RwmConfig};
 use ka_router::shell::{Direction, Forwarder, KaPorts};
 use ka_router::{ControllerKind, EchoConfig, PortConfig, Signalling};
-use ka_sim::addr::host_addr;
 use ka_sim::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime};
-use ka_sim::router::RouterNode;
+use ka_sim::model::addr::host_addr;
+use ka_sim::model::router::RouterNode;
 
 const MS: u64 = 1_000_000;
 const SYN: u8 = 0x02;

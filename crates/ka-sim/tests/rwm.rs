@@ -3,7 +3,7 @@
 //! RTT taken from the simulated handshakes, against four CUBIC bulk flows.
 
 use ka_sim::scenario::Scenario;
-use ka_sim::sim::{RunResult, run_scenario};
+use ka_sim::{RunResult, run_scenario};
 
 /// Four CUBIC transfers of `pkts` packets each through a 50 Mbit/s, 20 ms
 /// dumbbell with a 1000-packet drop-tail queue and 64 MiB endpoint

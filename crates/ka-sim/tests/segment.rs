@@ -1,13 +1,13 @@
-//! Time-parallel runs (`ka_sim::segment`): the stitched result of a
+//! Time-parallel runs (`ka_sim::run::segment`): the stitched result of a
 //! Poisson scenario cut into segments is deterministic, covers the run
 //! once, and its first segment is exactly the beginning of the ordinary
 //! run (same seed, causal simulator).
 
 use ka_sim::engine::to_secs;
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
+use ka_sim::run::run_scenario;
+use ka_sim::run::segment::{Segments, run_segmented};
 use ka_sim::scenario::Scenario;
-use ka_sim::segment::{Segments, run_segmented};
-use ka_sim::sim::run_scenario;
 
 const TEXT: &str = r#"
 name = "segments"
@@ -39,10 +39,13 @@ fn segments_stitch_into_one_run() {
     };
     let a = run_segmented(&s, &seg, None).unwrap();
     let b = run_segmented(&s, &seg, None).unwrap();
-    assert_eq!(ka_sim::output::flows_csv(&a), ka_sim::output::flows_csv(&b));
     assert_eq!(
-        ka_sim::output::series_csv(&a),
-        ka_sim::output::series_csv(&b)
+        ka_sim::results::output::flows_csv(&a),
+        ka_sim::results::output::flows_csv(&b)
+    );
+    assert_eq!(
+        ka_sim::results::output::series_csv(&a),
+        ka_sim::results::output::series_csv(&b)
     );
     // Shares: 25 s and 30 s; segment 0 keeps [0, 30) global, segment 1
     // [30, 60) (its local [5, 35) shifted by 25 s).

@@ -2,7 +2,7 @@
 //! `series.csv` with ka-sim's columns, so the same plotting works on a
 //! capture and on a simulation; the metric names both have mean the same.
 
-use ka_sim::output::{FLOWS_HEADER, SERIES_HEADER};
+use ka_sim::results::output::{FLOWS_HEADER, SERIES_HEADER};
 
 #[test]
 fn ka_trace_writes_ka_sims_columns() {
@@ -12,7 +12,7 @@ fn ka_trace_writes_ka_sims_columns() {
 
 #[test]
 fn shared_metric_names_match() {
-    use ka_sim::metrics::Metric;
+    use ka_sim::results::metrics::Metric;
     let sim: Vec<&str> = [
         Metric::ThroughputBps,
         Metric::RateBps,

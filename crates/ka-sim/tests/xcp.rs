@@ -11,9 +11,9 @@
 //! the same cores in `ka-endpoint`'s `tests/xcp.rs`; the router stage on
 //! its own in `ka-router`'s `tests/xcp_fluid.rs`.
 
-use ka_sim::metrics::Metric;
+use ka_sim::results::metrics::Metric;
+use ka_sim::run::run_scenario;
 use ka_sim::scenario::{FlowKind, Scenario};
-use ka_sim::sim::run_scenario;
 
 mod support;
 use support::{ScenarioToml, long_lived, on_off};

@@ -4,12 +4,12 @@ use std::fmt::Write as _;
 
 use super::flows::{Flow, Side, fmt_secs, fmt_val};
 
-/// The header of `flows.csv`: ka-sim's (`ka_sim::output::FLOWS_HEADER`;
+/// The header of `flows.csv`: ka-sim's (`ka_sim::results::output::FLOWS_HEADER`;
 /// a ka-sim test checks they stay equal).
 pub const FLOWS_HEADER: &str =
     "flow,kind,size_pkts,size_bytes,start_s,end_s,fct_s,slowdown,ka_time_frac";
 /// The header of `series.csv`: ka-sim's long format
-/// (`ka_sim::output::SERIES_HEADER`).
+/// (`ka_sim::results::output::SERIES_HEADER`).
 pub const SERIES_HEADER: &str = "time_s,metric,entity,value";
 /// The header of `trace_flows.csv` (what a capture shows beyond ka-sim's
 /// columns).

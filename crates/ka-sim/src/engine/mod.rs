@@ -23,6 +23,8 @@
 //!   owned buffers). Consumers hand buffers back to a bounded pool so the
 //!   steady state allocates nothing on the host → link path.
 
+pub mod rng;
+
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};

@@ -23,11 +23,11 @@ use super::{
     Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
     mean_fct_from, mean_in, pct, queue_delays_ms,
 };
-use crate::claims::Claim;
-use crate::metrics::{self, Metric};
-use crate::plot::{Curve, Panel};
-use crate::report;
-use crate::sim::RunResult;
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{Curve, Panel};
+use crate::results::report;
 
 /// The two experiments of this file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl Experiment for Aqm {
             };
             fct.push(Curve {
                 label: label.into(),
-                points: crate::plot::fct_by_size(r.flows.iter()),
+                points: crate::results::plot::fct_by_size(r.flows.iter()),
             });
             let q = queue_delays_ms(r);
             let n = q.len().max(1) as f64;

@@ -24,7 +24,7 @@
 //!   every flow at C/64 ± 10 % (its mean rate at the receiver, from the
 //!   first 100 ms bin that starts 5 RTTs after the last start to the end);
 //!   and the paper's RCP does overflow there (the problem).
-//! * Fig. 2 with the echo controller: Fig. 2's checks (`crate::claims`).
+//! * Fig. 2 with the echo controller: Fig. 2's checks (`crate::paper::claims`).
 //!
 //! For a controller that sees only the data (`ka_router::Crowd`, which
 //! the scenarios can select with `controller = "crowd"`) the light-load
@@ -34,14 +34,14 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, fct_curve, find, group_fct, mean_in, series_curve};
-use crate::claims::{Claim, bucket_gaps, bucket_label, pooled_buckets, rtt_s};
 use crate::engine::{secs, to_secs};
-use crate::metrics::{self, Metric};
 use crate::paper::Figure;
-use crate::plot::Panel;
-use crate::report;
+use crate::paper::claims::{Claim, bucket_gaps, bucket_label, pooled_buckets, rtt_s};
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::Panel;
+use crate::results::report;
 use crate::scenario::Scenario;
-use crate::sim::RunResult;
 use ka_router::ControllerKind;
 
 const FIG3_KA: &str = include_str!("../../scenarios/fig3-crowd-ka.toml");
@@ -357,7 +357,7 @@ impl Experiment for FlashCrowd {
         crowd64_claims(results, &mut out);
         for carrier in ["ka", "rcp"] {
             if let Some(r) = find(results, &format!("fig2-{carrier}")) {
-                out.extend(crate::claims::fig2(&format!("echo {carrier}"), r));
+                out.extend(crate::paper::claims::fig2(&format!("echo {carrier}"), r));
             }
         }
         out
@@ -406,7 +406,7 @@ impl Experiment for FlashCrowd {
                     ("crowd64-rcp", "native RCP, echo"),
                 ])
                 .into_iter()
-                .map(|mut c: crate::plot::Curve| {
+                .map(|mut c: crate::results::plot::Curve| {
                     // the idle seconds before the crowd are flat
                     c.points.retain(|p| p.0 > 3.8);
                     c

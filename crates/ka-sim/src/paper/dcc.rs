@@ -1,6 +1,6 @@
 //! The DCC seed (Neumann et al., "Decoupling Congestion Control using
 //! Traffic Aggregates and Middleboxes"; DESIGN §8.7) on the `dcc`
-//! topology ([`crate::dcc`]):
+//! topology ([`crate::scenario::dcc`]):
 //!
 //! * `dcc-fig2`: the seed's Fig. 2 — 100 flows of 100 KB between two sites
 //!   over a 1 Mbit/s inter-site link, starts one Poisson process with mean
@@ -44,11 +44,11 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, find};
-use crate::claims::Claim;
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{Curve, Panel};
-use crate::sim::RunResult;
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{Curve, Panel};
 
 /// The DCC experiments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +131,7 @@ pub fn windows(r: &RunResult, capacity_bps: f64) -> Windows {
             .collect();
         (v.len() == per).then(|| v.iter().sum::<f64>() / per as f64)
     };
-    let throughout = |f: &crate::world::FlowRecord, a: f64, b: f64| {
+    let throughout = |f: &crate::model::world::FlowRecord, a: f64, b: f64| {
         to_secs(f.start) + 2.0 * rtt <= a && f.end.or(f.stop).is_none_or(|e| to_secs(e) >= b)
     };
     let sized: Vec<_> = r

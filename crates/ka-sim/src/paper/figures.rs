@@ -16,13 +16,13 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 
 use super::{Experiment, fct_curve, find, flows_rate, group_fct, mean_in, series_curve};
-use crate::claims::{Claim, tracked};
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{self, Curve, Panel};
-use crate::report;
+use crate::paper::claims::{Claim, tracked};
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{self, Curve, Panel};
+use crate::results::report;
 use crate::scenario::{FlowKind, Scenario};
-use crate::sim::RunResult;
 
 /// A figure of the paper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +264,7 @@ impl Experiment for Figure {
     }
 
     fn claims(&self, results: &[(&str, RunResult)]) -> Vec<Claim> {
-        crate::claims::check(*self, results)
+        crate::paper::claims::check(*self, results)
     }
 
     fn panels(&self, results: &[(&str, RunResult)]) -> Vec<Panel> {

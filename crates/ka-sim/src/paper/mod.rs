@@ -25,6 +25,7 @@
 //! line in [`experiments`].
 
 mod aqm;
+pub mod claims;
 mod crowd;
 pub mod dcc;
 mod figures;
@@ -46,14 +47,15 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::claims::Claim;
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{self, Curve, Panel};
-use crate::report;
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{self, Curve, Panel};
+use crate::results::report;
+use crate::run::Progress;
+use crate::run::segment::{self, Segments};
 use crate::scenario::Scenario;
-use crate::segment::{self, Segments};
-use crate::sim::{Progress, RunResult};
 
 /// One reproducible experiment (see the module docs).
 pub trait Experiment: Sync {
@@ -207,7 +209,12 @@ pub fn run_figure(
     }
     all.insert(
         "claims".to_string(),
-        Value::Array(claims.iter().map(crate::claims::Claim::to_json).collect()),
+        Value::Array(
+            claims
+                .iter()
+                .map(crate::paper::claims::Claim::to_json)
+                .collect(),
+        ),
     );
     let json = serde_json::to_string_pretty(&Value::Object(all))?;
     std::fs::write(out.join(format!("{fig_name}.json")), json + "\n")?;

@@ -45,13 +45,13 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, find, series_curve};
-use crate::claims::{Claim, bucket_label};
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{self, Curve, Panel};
-use crate::report;
+use crate::paper::claims::{Claim, bucket_label};
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{self, Curve, Panel};
+use crate::results::report;
 use crate::scenario::{FlowKind, Scenario, Workload};
-use crate::sim::RunResult;
 
 /// The three experiments of this file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,12 +28,12 @@ use super::{
     Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
     mean_fct_from, mean_fct_in, mean_in, pct, queue_delays_ms,
 };
-use crate::claims::Claim;
-use crate::metrics::Metric;
-use crate::plot::{Curve, Panel};
-use crate::report;
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::Metric;
+use crate::results::plot::{Curve, Panel};
+use crate::results::report;
 use crate::scenario::{Scenario, ScenarioError, Topology};
-use crate::sim::RunResult;
 
 /// The testbed's two loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,14 +187,14 @@ pub fn headline(r: &RunResult) -> Value {
         "queue_delay_ms": {
             "median": pct(&q, 0.5),
             "p95": pct(&q, 0.95),
-            "mean": crate::metrics::mean(&q),
+            "mean": crate::results::metrics::mean(&q),
         },
         "drops": hop.map(|h| h.forward.drops_queue),
         "aqm_drops": hop.map(|h| h.forward.drops_aqm),
         "ecn_marks": hop.map(|h| h.forward.ecn_marks),
         "flow_throughput_mbps": {
             "median": pct(&rates, 0.5).map(|v| v / 1e6),
-            "mean": crate::metrics::mean(&rates).map(|v| v / 1e6),
+            "mean": crate::results::metrics::mean(&rates).map(|v| v / 1e6),
         },
         "mean_fct_s_100_plus_pkts": mean_fct_from(r, 100),
         "fct_by_size": buckets,
@@ -293,7 +293,7 @@ pub fn fct_panel(runs: &[(String, &RunResult)]) -> Panel {
         runs.iter()
             .map(|(l, r)| Curve {
                 label: l.clone(),
-                points: crate::plot::fct_by_size(r.flows.iter()),
+                points: crate::results::plot::fct_by_size(r.flows.iter()),
             })
             .collect(),
     );

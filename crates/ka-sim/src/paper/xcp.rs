@@ -27,12 +27,12 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, find};
-use crate::claims::Claim;
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{Curve, Panel};
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{Curve, Panel};
 use crate::scenario::Scenario;
-use crate::sim::RunResult;
 
 /// The four transient figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //! queue; `ka/` KA over its normal 1000-packet queue.
 //!
 //! `ka-sim paper xcp-fig8` runs each variant as two time segments in
-//! parallel ([`crate::segment`]: 0–1825 s and 1725–3700 s, the second's
+//! parallel ([`crate::run::segment`]: 0–1825 s and 1725–3700 s, the second's
 //! first 100 s discarded as its warm-up, the first run on for a 200 s
 //! drain so its flows finish under full load): ≈ 2000 simulated s per core
 //! instead of 3700 on one. From the CPU time of a full run (0.97 µs per
@@ -21,7 +21,7 @@
 //! experiment as one ordinary run.
 //!
 //! Flow sizes are grouped into buckets of equal width on a log scale (four
-//! per factor of ten, as [`crate::plot::fct_by_size`]); per bucket the mean FCT
+//! per factor of ten, as [`crate::results::plot::fct_by_size`]); per bucket the mean FCT
 //! and its 5 % and 95 % quantiles. The reference curves are processor
 //! sharing, `FCT_PS(L) = 1.5·RTT + L/(C·(1−ρ))` (DESIGN §6), and the
 //! minimal FCT of a flow alone on the link, `1.5·RTT + L/C` (handshake,
@@ -31,13 +31,13 @@
 use serde_json::{Value, json};
 
 use super::{Experiment, find};
-use crate::claims::Claim;
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
-use crate::plot::{Curve, Panel};
+use crate::paper::claims::Claim;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
+use crate::results::plot::{Curve, Panel};
+use crate::run::segment::Segments;
 use crate::scenario::Scenario;
-use crate::segment::Segments;
-use crate::sim::RunResult;
 
 /// The experiment (one: seed Fig. 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn samples(r: &RunResult) -> Vec<(u64, f64)> {
         .collect()
 }
 
-/// The size buckets of a run (4 per decade, as [`crate::plot::fct_by_size`]).
+/// The size buckets of a run (4 per decade, as [`crate::results::plot::fct_by_size`]).
 pub fn buckets(r: &RunResult) -> Vec<Bucket> {
     let mut groups: Vec<Vec<(u64, f64)>> = Vec::new();
     for (size, fct) in samples(r) {
@@ -187,7 +187,7 @@ impl Experiment for XcpFct {
         ]
     }
 
-    /// Two time segments, run in parallel (see [`crate::segment`]): each
+    /// Two time segments, run in parallel (see [`crate::run::segment`]): each
     /// simulates ≈ 2000 s instead of 3700 s. Runs shorter than 1000 s past
     /// the warm-up (`--duration`) are not cut.
     fn segments(&self, scenario: &Scenario) -> Segments {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rng::Sizes;
+use crate::engine::rng::Sizes;
 
 /// What a sender runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -202,4 +202,37 @@ pub enum Workload {
 
 fn one_u32() -> u32 {
     1
+}
+
+/// Checks a group's UDP settings: UDP kinds need `cbr_mbps > 0` and a
+/// long-lived workload without `size_pkts` (a CBR source sends until its
+/// `on_s` ends); other kinds take no `cbr_mbps`.
+pub(super) fn check_udp(g: &Group) -> Result<(), String> {
+    match (g.kind.is_udp(), g.cbr_mbps) {
+        (true, Some(r)) if r.is_finite() && r > 0.0 => {}
+        (true, _) => return Err(format!("group {}: UDP kinds need cbr_mbps > 0", g.name)),
+        (false, Some(_)) => return Err(format!("group {}: cbr_mbps is for UDP kinds", g.name)),
+        (false, None) => {}
+    }
+    if g.kind.is_udp() && !matches!(g.workload, Workload::LongLived { .. }) {
+        return Err(format!(
+            "group {}: UDP kinds need a long-lived workload",
+            g.name
+        ));
+    }
+    if g.kind.is_udp()
+        && matches!(
+            g.workload,
+            Workload::LongLived {
+                size_pkts: Some(_),
+                ..
+            }
+        )
+    {
+        return Err(format!(
+            "group {}: size_pkts is for TCP kinds (a CBR source has no size)",
+            g.name
+        ));
+    }
+    Ok(())
 }

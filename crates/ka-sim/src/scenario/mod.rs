@@ -36,6 +36,7 @@
 //! attach to router `from` (default 0) and its receivers to router `to`
 //! (default m), each host over its own access link. See [`Topology`].
 
+pub mod dcc;
 mod group;
 mod knobs;
 #[cfg(test)]
@@ -230,10 +231,10 @@ impl Scenario {
             {
                 return bad(format!("group {}: bad rtt range", g.name));
             }
-            crate::udp::check_group(g).map_err(ScenarioError::Invalid)?;
+            group::check_udp(g).map_err(ScenarioError::Invalid)?;
             let sizes = match &g.workload {
                 Workload::Arrivals { .. } => {
-                    crate::dcc::check_arrivals(g).map_err(ScenarioError::Invalid)?;
+                    dcc::check_arrivals(g).map_err(ScenarioError::Invalid)?;
                     None
                 }
                 Workload::OnOff { off_mean_s, sizes } => {

@@ -50,8 +50,8 @@ pub enum Topology {
     /// Any list of hops.
     Line(Line),
     /// Two middleboxes and the congestion-control segments between them
-    /// (DESIGN §8.7; see [`crate::dcc`]).
-    Dcc(crate::dcc::DccTopology),
+    /// (DESIGN §8.7; see [`crate::scenario::dcc`]).
+    Dcc(super::dcc::DccTopology),
 }
 
 /// Parameters of [`Topology::Dumbbell`].

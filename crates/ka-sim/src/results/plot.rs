@@ -11,8 +11,8 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::engine::to_secs;
-use crate::metrics::{Metric, Series};
-use crate::world::FlowRecord;
+use crate::model::world::FlowRecord;
+use crate::results::metrics::{Metric, Series};
 
 /// One line of a panel.
 #[derive(Debug, Clone, PartialEq)]

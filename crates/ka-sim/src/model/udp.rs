@@ -5,7 +5,7 @@
 //! A UDP sender runs one source per long-lived epoch of its workload (start
 //! at `start_s + i·stagger_s`, stop after `on_s` or at the end), registered
 //! in the flow table as an unbounded flow from port [`UDP_SOURCE_PORT`];
-//! its receiver runs a sink on [`crate::host::RECEIVER_PORT`] that credits
+//! its receiver runs a sink on [`crate::model::host::RECEIVER_PORT`] that credits
 //! the application bytes it receives to that flow. `udp-lccp` sources obey
 //! the sink's reports (decoded with the run's KA scale); `udp-cbr` sources
 //! are plain CBR and their sinks send no reports.
@@ -15,43 +15,10 @@ use std::net::SocketAddrV4;
 use ka_endpoint::udp::{CbrConfig, CbrSink, CbrSource, SinkConfig};
 
 use crate::engine::{Clock, Ctx, SimTime};
-use crate::host::RECEIVER_PORT;
-use crate::net::{HostRole, HostSpec};
-use crate::scenario::{FlowKind, Group, Workload};
-use crate::world::{FlowId, FlowKey, NewFlow, World};
-
-/// Checks a group's UDP settings: UDP kinds need `cbr_mbps > 0` and a
-/// long-lived workload without `size_pkts` (a CBR source sends until its
-/// `on_s` ends); other kinds take no `cbr_mbps`.
-pub fn check_group(g: &Group) -> Result<(), String> {
-    match (g.kind.is_udp(), g.cbr_mbps) {
-        (true, Some(r)) if r.is_finite() && r > 0.0 => {}
-        (true, _) => return Err(format!("group {}: UDP kinds need cbr_mbps > 0", g.name)),
-        (false, Some(_)) => return Err(format!("group {}: cbr_mbps is for UDP kinds", g.name)),
-        (false, None) => {}
-    }
-    if g.kind.is_udp() && !matches!(g.workload, Workload::LongLived { .. }) {
-        return Err(format!(
-            "group {}: UDP kinds need a long-lived workload",
-            g.name
-        ));
-    }
-    if g.kind.is_udp()
-        && matches!(
-            g.workload,
-            Workload::LongLived {
-                size_pkts: Some(_),
-                ..
-            }
-        )
-    {
-        return Err(format!(
-            "group {}: size_pkts is for TCP kinds (a CBR source has no size)",
-            g.name
-        ));
-    }
-    Ok(())
-}
+use crate::model::host::RECEIVER_PORT;
+use crate::model::net::{HostRole, HostSpec};
+use crate::model::world::{FlowId, FlowKey, NewFlow, World};
+use crate::scenario::{FlowKind, Workload};
 
 /// The port UDP sources send from.
 pub const UDP_SOURCE_PORT: u16 = 4000;
@@ -69,7 +36,7 @@ pub enum UdpApp {
 #[derive(Debug)]
 pub struct SourceApp {
     clock: Clock,
-    spec: crate::net::SenderSpec,
+    spec: crate::model::net::SenderSpec,
     cfg: CbrConfig,
     src: Option<CbrSource>,
     /// (start, stop) of each epoch not yet begun, in order.
@@ -112,7 +79,7 @@ impl UdpApp {
                         repeat,
                         // `size_pkts` is refused for UDP by `check_group`.
                         ..
-                    } => crate::host::long_lived_epochs(
+                    } => crate::model::host::long_lived_epochs(
                         start_s,
                         stagger_s,
                         on_s,

@@ -1,72 +1,22 @@
 //! Running a scenario: build the network, advance the engine bin by bin,
-//! sample the series, and collect the results.
+//! sample the series, and collect the results ([`run`],
+//! [`run_scenario`]); a long stationary run cut into time segments run in
+//! parallel ([`segment`]); parameter sweeps over scenarios ([`sweep`]).
+
+pub mod segment;
+pub mod sweep;
+#[cfg(test)]
+mod testhost;
 
 use std::io::Write;
 use std::time::Instant;
 
-use ka_router::Counters;
-
-use crate::engine::{Clock, EngineStats, Node, SimTime, secs, to_secs};
-use crate::metrics::{Metric, Series};
-use crate::net::{self, HostSpec, Network};
-use crate::scenario::{PortKind, Scenario, ScenarioError, Workload};
-use crate::world::{FlowRecord, World};
-
-/// An end host the simulator can run.
-pub trait Host: Node<Shared = World> {
-    /// Called once at the end of the run: write what only the endpoint
-    /// knows (time in KA mode of flows still open) into the world.
-    fn finish(&mut self, now: SimTime, world: &mut World);
-}
-
-/// The results of one run.
-#[derive(Debug, Clone)]
-pub struct RunResult {
-    /// The scenario as run.
-    pub scenario: Scenario,
-    /// Every flow, by id.
-    pub flows: Vec<FlowRecord>,
-    /// The time series.
-    pub series: Series,
-    /// Per hop: name, forward capacity, signalling, forward and reverse
-    /// port counters, fraction of bins in KA mode.
-    pub hops: Vec<HopResult>,
-    /// Engine counters.
-    pub engine: EngineStats,
-    /// Simulated seconds.
-    pub sim_seconds: f64,
-    /// Wall-clock seconds the run took (the only non-deterministic output).
-    pub wall_seconds: f64,
-    /// ρ used for `FCT_PS`.
-    pub rho: f64,
-    /// Where ρ came from: "scenario", "poisson" or "measured".
-    pub rho_source: &'static str,
-    /// Packets routers could not route (0 in a correct topology).
-    pub unroutable: u64,
-}
-
-/// Per-hop results.
-#[derive(Debug, Clone)]
-pub struct HopResult {
-    /// Hop name.
-    pub name: String,
-    /// Forward capacity, bit/s.
-    pub capacity_bps: u64,
-    /// Forward signalling.
-    pub port: PortKind,
-    /// The forward port's queue discipline ("droptail", "red", "fq-codel").
-    pub qdisc: &'static str,
-    /// Queueing delays at the forward port over the whole run.
-    pub sojourn: ka_router::SojournHistogram,
-    /// Forward port counters at the end.
-    pub forward: Counters,
-    /// Reverse port counters at the end.
-    pub reverse: Counters,
-    /// Fraction of bins that ended with the forward port in KA mode.
-    pub ka_mode_frac: f64,
-    /// Counters of the receive-window modulation on the hop's far router.
-    pub rwm: Option<ka_router::rwm::RwmStats>,
-}
+use crate::engine::{Clock, SimTime, secs, to_secs};
+use crate::model::Host;
+use crate::model::net::{self, HostSpec, Network};
+use crate::results::metrics::{Metric, Series};
+use crate::results::{HopResult, RunResult, offered_load};
+use crate::scenario::{PortKind, Scenario, ScenarioError};
 
 /// A progress line on stderr for runs longer than a couple of seconds.
 #[derive(Debug)]
@@ -320,7 +270,7 @@ where
     })
 }
 
-/// Runs `scenario` with [`HostNode`](crate::host::HostNode)s (the real
+/// Runs `scenario` with [`HostNode`](crate::model::host::HostNode)s (the real
 /// endpoint stack).
 pub fn run_scenario(
     scenario: &Scenario,
@@ -329,40 +279,9 @@ pub fn run_scenario(
     run(
         scenario,
         |spec| {
-            crate::host::HostNode::new(spec, spec.clock)
+            crate::model::host::HostNode::new(spec, spec.clock)
                 .map_err(|e| ScenarioError::Invalid(e.to_string()))
         },
         progress,
     )
-}
-
-/// ρ for `FCT_PS` (see [`Scenario::rho`]).
-pub fn offered_load(scenario: &Scenario, flows: &[FlowRecord]) -> (f64, &'static str) {
-    if let Some(r) = scenario.rho {
-        return (r, "scenario");
-    }
-    let sized: Vec<&Workload> = scenario
-        .groups
-        .iter()
-        .map(|g| &g.workload)
-        .filter(|w| !matches!(w, Workload::LongLived { .. }))
-        .collect();
-    if let Some(Workload::Poisson { load, .. }) = sized.first()
-        && sized
-            .iter()
-            .all(|w| matches!(w, Workload::Poisson { load: l, .. } if l == load))
-    {
-        return (*load, "poisson");
-    }
-    let Some(first) = flows.iter().find(|f| f.size_pkts.is_some()) else {
-        return (0.0, "measured");
-    };
-    let cap = first.path.bottleneck_bps.max(1) as f64;
-    let bytes: f64 = flows
-        .iter()
-        .filter_map(|f| f.size_pkts)
-        .map(|p| (p * scenario.packet_bytes as u64) as f64)
-        .sum();
-    let rho = bytes * 8.0 / (cap * scenario.duration_s);
-    (rho.clamp(0.0, 0.99), "measured")
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::engine::{NS_PER_SEC, SimTime, to_secs};
-use crate::world::FlowRecord;
+use crate::model::world::FlowRecord;
 
 /// A `series.csv` metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,7 +39,7 @@ pub enum Metric {
     /// (`port:<name>`).
     Marks,
     /// The capacity C of a port whose capacity moves (a DCC middlebox's
-    /// aggregate port, [`crate::dcc`]) at the end of the bin, bit/s
+    /// aggregate port, [`crate::scenario::dcc`]) at the end of the bin, bit/s
     /// (`port:<name>`; forward hop ports only).
     CapacityBps,
 }
@@ -254,8 +254,8 @@ pub fn jain(x: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::engine::NodeId;
+    use crate::model::world::PathInfo;
     use crate::scenario::FlowKind;
-    use crate::world::PathInfo;
 
     #[test]
     fn fct_ps_formula() {

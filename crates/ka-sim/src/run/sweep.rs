@@ -25,10 +25,10 @@ use std::str::FromStr;
 
 use rayon::prelude::*;
 
-use crate::metrics::fmt_val;
-use crate::report;
+use crate::results::metrics::fmt_val;
+use crate::results::report;
+use crate::run;
 use crate::scenario::{Scenario, ScenarioError};
-use crate::sim;
 
 /// One shard of a sweep: `index` of `count` (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +228,7 @@ pub fn run(
         mine.par_iter()
             .map(|&i| {
                 let s = grid.point(i)?;
-                let r = sim::run_scenario(&s, None)?;
+                let r = run::run_scenario(&s, None)?;
                 let sum =
                     report::write_all(&out.join(grid.dir_name(i)), &r, serde_json::Value::Null)?;
                 let line = format!("{}: {}", grid.dir_name(i), report::one_line(&sum));
@@ -268,7 +268,9 @@ pub fn run(
 
 fn mean_of(it: impl Iterator<Item = f64>) -> String {
     let v: Vec<f64> = it.collect();
-    crate::metrics::mean(&v).map(fmt_val).unwrap_or_default()
+    crate::results::metrics::mean(&v)
+        .map(fmt_val)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use ka_router::{PortConfig, RouterConfig};
 
-use crate::addr;
 use crate::engine::{Clock, Ctx, Engine, LinkConfig, Node, NodeId, SimTime, secs};
-use crate::router::{NO_ROUTE, RouterNode};
+use crate::model::addr;
+use crate::model::router::{NO_ROUTE, RouterNode};
+use crate::model::world::{PathInfo, World};
 use crate::scenario::{FlowKind, Hop, PortKind, Scenario, ScenarioError, TcpKnobs, Workload};
-use crate::world::{PathInfo, World};
 
 /// A node of the simulated network.
 #[derive(Debug)]
@@ -110,7 +110,7 @@ pub struct HostSpec {
     /// TCP knobs of the scenario (applied to senders and receivers).
     pub tcp: TcpKnobs,
     /// The KA rate scale of the run's endpoints (the paper's, except where
-    /// a topology picks its own: [`crate::dcc`]).
+    /// a topology picks its own: [`crate::scenario::dcc`]).
     pub ka_scale: ka_codec::scale::Scale,
 }
 
@@ -278,12 +278,12 @@ where
     }
 
     let duration = secs(scenario.duration_s);
-    let ka_scale = crate::dcc::ka_scale(scenario);
+    let ka_scale = crate::scenario::dcc::ka_scale(scenario);
     let mut hosts = Vec::new();
     let mut stream = 0u64;
     for (gi, g) in scenario.groups.iter().enumerate() {
         let to = g.to.unwrap_or(m);
-        let tcp = crate::dcc::host_tcp(scenario, g.from);
+        let tcp = crate::scenario::dcc::host_tcp(scenario, g.from);
         let path_delay: SimTime = hop_delay[g.from..to].iter().sum();
         let path_bps = hops[g.from..to]
             .iter()
@@ -417,7 +417,7 @@ where
         hops: hop_infos,
         hosts,
     };
-    crate::dcc::install(&mut net, scenario)?;
+    crate::model::middlebox::install(&mut net, scenario)?;
     Ok(net)
 }
 

@@ -1,4 +1,4 @@
-//! Everything a run writes: the data files ([`crate::output`]) plus the
+//! Everything a run writes: the data files ([`crate::results::output`]) plus the
 //! generic per-run plots.
 //!
 //! * `timeseries.svg`: (a) throughput of the tracked flows, (b) utilisation
@@ -10,11 +10,11 @@
 use std::io;
 use std::path::Path;
 
-use crate::metrics::Metric;
-use crate::output::{self, Summary};
-use crate::plot::{self, Curve, Panel};
+use crate::results::RunResult;
+use crate::results::metrics::Metric;
+use crate::results::output::{self, Summary};
+use crate::results::plot::{self, Curve, Panel};
 use crate::scenario::PortKind;
-use crate::sim::RunResult;
 
 /// Most tracked flows drawn in `timeseries.svg`.
 pub const MAX_PLOTTED_FLOWS: usize = 8;

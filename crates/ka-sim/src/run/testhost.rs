@@ -8,16 +8,16 @@ use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP};
 use ka_codec::wire::tcp::{ACK, TcpRepr};
 
 use crate::engine::{Ctx, Node, SimTime, secs};
-use crate::net::{HostRole, HostSpec};
+use crate::model::Host;
+use crate::model::net::{HostRole, HostSpec};
+use crate::model::world::{FlowId, FlowKey, NewFlow, World};
 use crate::scenario::Workload;
-use crate::sim::Host;
-use crate::world::{FlowId, FlowKey, NewFlow, World};
 
 /// Constant-rate sender or counting sink.
 pub struct CbrHost {
     addr: [u8; 4],
     peer: [u8; 4],
-    sender: Option<crate::net::SenderSpec>,
+    sender: Option<crate::model::net::SenderSpec>,
     node: crate::engine::NodeId,
     rate_bps: u64,
     packet_bytes: usize,
@@ -172,10 +172,11 @@ impl Host for CbrHost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Metric;
-    use crate::output;
+    use crate::results::RunResult;
+    use crate::results::metrics::Metric;
+    use crate::results::output;
+    use crate::run::run;
     use crate::scenario::Scenario;
-    use crate::sim::{RunResult, run};
 
     fn scenario(topology: &str, groups: &str, duration: f64) -> Scenario {
         let text =
@@ -196,7 +197,7 @@ mod tests {
         // `run` consumes the network, so the receivers' packet logs come
         // from a second, identical (deterministic) run driven by hand.
         let r = run(s, |spec| Ok(CbrHost::new(spec, rate_bps)), None).unwrap();
-        let mut net = crate::net::build(
+        let mut net = crate::model::net::build(
             s,
             crate::engine::Clock::new(std::time::Instant::now()),
             |spec| Ok(CbrHost::new(spec, rate_bps)),

@@ -36,9 +36,10 @@ use std::time::Instant;
 use ka_router::{Counters, SojournHistogram};
 
 use crate::engine::{EngineStats, SimTime, secs, to_secs};
-use crate::metrics::Series;
+use crate::results::metrics::Series;
+use crate::results::{HopResult, RunResult};
+use crate::run::{self, Progress};
 use crate::scenario::{Scenario, ScenarioError};
-use crate::sim::{self, HopResult, Progress, RunResult};
 
 /// How to cut a run (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,7 +127,7 @@ pub fn run_segmented(
     progress: Option<&mut Progress>,
 ) -> Result<RunResult, ScenarioError> {
     if seg.count <= 1 {
-        return sim::run_scenario(scenario, progress);
+        return run::run_scenario(scenario, progress);
     }
     if scenario.groups.iter().any(|g| g.track > 0) {
         return Err(ScenarioError::Invalid(
@@ -140,11 +141,11 @@ pub fn run_segmented(
     let (first, rest) = results.split_at_mut(1);
     rayon::scope(|sc| {
         for (slot, p) in rest.iter_mut().zip(&plans[1..]) {
-            sc.spawn(move |_| *slot = Some(sim::run_scenario(&p.scenario, None)));
+            sc.spawn(move |_| *slot = Some(run::run_scenario(&p.scenario, None)));
         }
         // The first segment on this thread, with the progress line.
         if let (Some(slot), Some(p)) = (first.first_mut(), plans.first()) {
-            *slot = Some(sim::run_scenario(&p.scenario, progress));
+            *slot = Some(run::run_scenario(&p.scenario, progress));
         }
     });
     let mut runs = Vec::with_capacity(results.len());

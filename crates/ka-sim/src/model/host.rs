@@ -28,13 +28,13 @@ use std::time::Duration;
 use ka_endpoint::{CcAlgorithm, ConnHandle, Event, Mode, Stack, StackConfig, TcpConfig};
 use rand_chacha::ChaCha8Rng;
 
+use crate::engine::rng::{self, SizeDist};
 use crate::engine::{Clock, Ctx, Node, NodeId, SimTime, secs};
-use crate::net::{HostRole, HostSpec, SenderSpec};
-use crate::rng::{self, SizeDist};
+use crate::model::Host;
+use crate::model::net::{HostRole, HostSpec, SenderSpec};
+use crate::model::udp::UdpApp;
+use crate::model::world::{FlowId, FlowKey, NewFlow, World};
 use crate::scenario::{FlowKind, Workload};
-use crate::sim::Host;
-use crate::udp::UdpApp;
-use crate::world::{FlowId, FlowKey, NewFlow, World};
 
 /// Random stream ids from here on belong to groups (the `arrivals`
 /// workload's shared process), not to hosts.
@@ -96,7 +96,7 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.enabled = true;
             t.cc = CcAlgorithm::NewReno;
         }
-        // UDP kinds run no TCP (`crate::udp`); their stacks stay idle.
+        // UDP kinds run no TCP (`crate::model::udp`); their stacks stay idle.
         FlowKind::TcpNewReno | FlowKind::UdpLccp | FlowKind::UdpCbr => {
             t.ka.enabled = false;
             t.cc = CcAlgorithm::NewReno;
@@ -226,7 +226,7 @@ pub struct HostNode {
     duration: SimTime,
     /// Problems seen.
     pub trouble: HostTrouble,
-    /// The UDP application of a UDP-kind host ([`crate::udp`]).
+    /// The UDP application of a UDP-kind host ([`crate::model::udp`]).
     udp: Option<UdpApp>,
 }
 

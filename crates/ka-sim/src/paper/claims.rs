@@ -27,10 +27,10 @@
 use serde_json::{Value, json};
 
 use crate::engine::to_secs;
-use crate::metrics::{self, Metric};
 use crate::paper::Figure;
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric};
 use crate::scenario::FlowKind;
-use crate::sim::RunResult;
 
 /// The factor by which TCP's mean FCT must exceed KA's for flows of ≥ 100
 /// packets in Figs 3 and 4 (the paper: "nearly an order of magnitude").

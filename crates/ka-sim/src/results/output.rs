@@ -14,9 +14,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::metrics::{self, Metric, fmt_secs, fmt_val};
+use crate::results::RunResult;
+use crate::results::metrics::{self, Metric, fmt_secs, fmt_val};
 use crate::scenario::PortKind;
-use crate::sim::RunResult;
 
 /// The exact header of `flows.csv`.
 pub const FLOWS_HEADER: &str =
@@ -83,7 +83,7 @@ pub struct HopSummary {
     /// Packets (pieces) the forward port sent.
     pub packets_out: u64,
     /// Receive-window modulation at the hop's far router, if any
-    /// ([`crate::rwmstats::stats_json`]).
+    /// ([`crate::results::rwmstats::stats_json`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rwm: Option<serde_json::Value>,
 }
@@ -139,7 +139,7 @@ pub struct Summary {
 }
 
 fn kind_summary<'a>(
-    flows: impl Iterator<Item = &'a crate::world::FlowRecord>,
+    flows: impl Iterator<Item = &'a crate::model::world::FlowRecord>,
     r: &RunResult,
 ) -> KindSummary {
     let end = crate::engine::secs(r.sim_seconds);
@@ -222,7 +222,7 @@ pub fn summary(r: &RunResult, headline: serde_json::Value) -> Summary {
                 mode_changes: h.forward.mode_changes,
                 ka_mode_frac: (h.port == PortKind::Ka).then_some(h.ka_mode_frac),
                 packets_out: h.forward.packets_out,
-                rwm: h.rwm.as_ref().map(crate::rwmstats::stats_json),
+                rwm: h.rwm.as_ref().map(crate::results::rwmstats::stats_json),
             }
         })
         .collect();

@@ -15,8 +15,8 @@ use ka_router::router::{AddressTable, InterfaceHook, RouterError, Routes};
 use ka_router::rwm::{Rwm, RwmStats};
 use ka_router::{Port, PortConfig, Router};
 
-use crate::addr;
 use crate::engine::{Clock, Ctx, SimTime};
+use crate::model::addr;
 
 /// Marker for "no route" in the table.
 pub const NO_ROUTE: u16 = ka_router::router::NO_ROUTE;
