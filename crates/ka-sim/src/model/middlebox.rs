@@ -21,8 +21,8 @@ use crate::scenario::dcc::{AggregateSpec, MIDDLEBOX_TICK, SITE_A, SITE_B, mbps};
 use crate::scenario::{Scenario, ScenarioError};
 
 /// Reports what the middle segment does to one direction's aggregate
-/// packets (see the module docs). Sits on a middle port as its
-/// [`InterfaceHook`].
+/// packets (see [`crate::scenario::dcc`], "How MulTCP learns about the
+/// middle segment"). Sits on a middle port as its [`InterfaceHook`].
 #[derive(Debug)]
 pub struct SegmentTap {
     /// Host index → whether it belongs to the aggregate.

@@ -51,19 +51,19 @@
 //!
 //! **How MulTCP learns about the middle segment.** A real aggregate needs
 //! feedback from the far middlebox (PA-MulTCP sends probes and gets ACKs
-//! back). The simulator does not build those packets: a *tap* on the
-//! middle port reports, for every packet of the aggregate (source host
-//! attached at the middlebox's router), whether the port queued or dropped
-//! it and the queueing delay ahead of it, and the report reaches the
-//! middlebox's controller `queueing delay + 2·middle_delay` later — when
-//! the far middlebox would have seen the packet (or the gap it left in a
-//! sequence number space) and its report would be back. The controller
-//! runs every millisecond ([`MIDDLEBOX_TICK`]). A queued packet counts as
-//! delivered (true for drop-tail and RED, which drop only on arrival). Use
-//! RED in the middle segment (`middle_queue = { kind = "red", … }`) when
-//! MulTCP competes with TCP cross traffic: on drop-tail the paced
-//! aggregate dodges the drops bursty TCP takes and gets far more than N
-//! flows' share (see `ka_router::aggregate`, "Tolerance").
+//! back). The simulator does not build those packets: a *tap* on the middle
+//! port (`model::middlebox`) reports, for every packet of the aggregate
+//! (source host attached at the middlebox's router), whether the port
+//! queued or dropped it and the queueing delay ahead of it, and the report
+//! reaches the middlebox's controller `queueing delay + 2·middle_delay`
+//! later — when the far middlebox would have seen the packet (or the gap it
+//! left in a sequence number space) and its report would be back. The
+//! controller runs every millisecond ([`MIDDLEBOX_TICK`]). A queued packet
+//! counts as delivered (true for drop-tail and RED, which drop only on
+//! arrival). Use RED in the middle segment (`middle_queue = { kind = "red",
+//! … }`) when MulTCP competes with TCP cross traffic: on drop-tail the
+//! paced aggregate dodges the drops bursty TCP takes and gets far more than
+//! N flows' share (see `ka_router::aggregate`, "Tolerance").
 //!
 //! ## Local segments (LCCP)
 //!
