@@ -1,7 +1,8 @@
 //! Test-only traffic generator: a constant-rate source of real IPv4/TCP
 //! packets (built with `ka_codec::wire`) and a byte-counting sink. It is
 //! *not* a TCP — there are no ACKs and no congestion control — and exists
-//! only to test the engine, routing, router ports and outputs.
+//! only to test the engine, routing, router ports and outputs. It sits in
+//! the run layer because its tests drive whole runs ([`super::run`]).
 
 use ka_codec::wire::checksum::pseudo_v4;
 use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP};
