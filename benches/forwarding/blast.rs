@@ -64,12 +64,7 @@ fn recv(args: &[String]) -> Result<(), String> {
     }
     let secs: f64 = arg(args, "--secs", Some(5.0))?;
     let warmup: f64 = arg(args, "--warmup", Some(0.5))?;
-    let sock = UdpSocket::bind(listen).map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; 65_536];
-    sock.recv(&mut buf)
-        .map_err(|e| format!("no traffic: {e}"))?;
+    let (sock, mut buf) = first_packet(listen)?;
     let start = Instant::now() + Duration::from_secs_f64(warmup);
     let end = start + Duration::from_secs_f64(secs);
     sock.set_read_timeout(Some(Duration::from_millis(200)))
@@ -97,13 +92,20 @@ fn recv(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn count_until_idle(listen: SocketAddr) -> Result<(), String> {
+/// Binds `listen` and waits up to 10 s for the first packet; the socket
+/// and a receive buffer.
+fn first_packet(listen: SocketAddr) -> Result<(UdpSocket, Vec<u8>), String> {
     let sock = UdpSocket::bind(listen).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; 65_536];
     sock.recv(&mut buf)
         .map_err(|e| format!("no traffic: {e}"))?;
+    Ok((sock, buf))
+}
+
+fn count_until_idle(listen: SocketAddr) -> Result<(), String> {
+    let (sock, mut buf) = first_packet(listen)?;
     sock.set_read_timeout(Some(Duration::from_millis(500)))
         .map_err(|e| e.to_string())?;
     let mut packets = 1u64;

@@ -30,6 +30,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -386,6 +387,19 @@ impl Reading {
         Ok(())
     }
 
+    /// Takes the outcome of one read into `buf`: `Break(None)` at EOF,
+    /// `Break(Some(error))` on a read error or bad bytes, else `Continue`.
+    fn take(&mut self, read: std::io::Result<usize>, buf: &[u8]) -> ControlFlow<Option<String>> {
+        match read {
+            Ok(0) => ControlFlow::Break(None),
+            Ok(n) => match self.read(buf.get(..n).unwrap_or(&[])) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(Some(e)),
+            },
+            Err(e) => ControlFlow::Break(Some(e.to_string())),
+        }
+    }
+
     /// The connection ended (EOF or error): reports it if the flow was not
     /// complete.
     fn finish(&self, error: Option<String>) {
@@ -412,14 +426,8 @@ fn kernel_receiver(p: &Plan, t0: u64) -> anyhow::Result<()> {
             let mut st = Reading::new(t0, track);
             let mut buf = vec![0u8; 256 * 1024];
             let err = loop {
-                match c.read(&mut buf) {
-                    Ok(0) => break None,
-                    Ok(n) => {
-                        if let Err(e) = st.read(buf.get(..n).unwrap_or(&[])) {
-                            break Some(e);
-                        }
-                    }
-                    Err(e) => break Some(e.to_string()),
+                if let ControlFlow::Break(end) = st.take(c.read(&mut buf), &buf) {
+                    break end;
                 }
             };
             st.finish(err);
@@ -514,14 +522,8 @@ async fn endpoint_receiver(p: &Plan, t0: u64) -> anyhow::Result<()> {
             let mut st = Reading::new(t0, track);
             let mut buf = vec![0u8; 256 * 1024];
             let err = loop {
-                match s.read(&mut buf).await {
-                    Ok(0) => break None,
-                    Ok(n) => {
-                        if let Err(e) = st.read(buf.get(..n).unwrap_or(&[])) {
-                            break Some(e);
-                        }
-                    }
-                    Err(e) => break Some(e.to_string()),
+                if let ControlFlow::Break(end) = st.take(s.read(&mut buf).await, &buf) {
+                    break end;
                 }
             };
             st.finish(err);

@@ -127,6 +127,15 @@ fn lccp_gives_each_host_rate_over_n() {
 const RED_MIDDLE: &str = "middle_queue_pkts = 40\n\
     middle_queue = { kind = \"red\", min_th = 10.0, max_th = 30.0, ecn = false }";
 
+/// The MulTCP tests' middle segment: 4 Mbit/s, 20 ms, RED, its aggregate
+/// a MulTCP of `weight` flows starting at `initial_mbps`.
+fn multcp_middle(weight: f64, initial_mbps: f64) -> String {
+    format!(
+        "middle_mbps = 4.0\nmiddle_delay_ms = 20.0\n{RED_MIDDLE}\n\
+         aggregate = {{ kind = \"multcp\", weight = {weight:.1}, initial_mbps = {initial_mbps:.1} }}"
+    )
+}
+
 /// MulTCP (weight N = 2) against M = 2 long-lived TCP flows that cross the
 /// middle segment (RED): the aggregate converges to its share N/(N+M) =
 /// 1/2 of the middle segment within the tolerance `ka_router::aggregate`
@@ -152,10 +161,7 @@ fn multcp_share(seed: u64) {
     let r = run(&dcc(
         "multcp",
         90.0,
-        &format!(
-            "middle_mbps = 4.0\nmiddle_delay_ms = 20.0\n{RED_MIDDLE}\n\
-             aggregate = {{ kind = \"multcp\", weight = 2.0, initial_mbps = 1.0 }}"
-        ),
+        &multcp_middle(2.0, 1.0),
         &format!(
             "{}{}",
             long_lived("site", "ka", 4, ""),
@@ -200,10 +206,7 @@ fn multcp_alone_fills_the_middle_segment() {
     let r = run(&dcc(
         "multcp-alone",
         30.0,
-        &format!(
-            "middle_mbps = 4.0\nmiddle_delay_ms = 20.0\n{RED_MIDDLE}\n\
-             aggregate = {{ kind = \"multcp\", weight = 1.0, initial_mbps = 0.5 }}"
-        ),
+        &multcp_middle(1.0, 0.5),
         &long_lived("site", "ka", 2, ""),
     ));
     let cap = r.series.points(Metric::CapacityBps, "port:ma");

@@ -4,14 +4,61 @@ use std::collections::VecDeque;
 
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 
+/// Packets in arrival order with their enqueue times, and the bytes they
+/// hold: the queue of [`DropTail`] and of [`Red`](super::Red), which
+/// differ only in what they admit. The ring buffer grows on demand, never
+/// reserved up front (don't reserve a stranger-sized block).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Fifo {
+    packets: VecDeque<(Nanos, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl Fifo {
+    /// Appends `packet`, enqueued at `now`.
+    pub(super) fn push(&mut self, now: Nanos, packet: Vec<u8>) {
+        self.bytes += packet.len();
+        self.packets.push_back((now, packet));
+    }
+
+    /// Takes the oldest packet.
+    pub(super) fn pop(&mut self) -> Option<Dequeued> {
+        let (enqueued_at, packet) = self.packets.pop_front()?;
+        self.bytes -= packet.len();
+        Some(Dequeued {
+            packet,
+            enqueued_at,
+        })
+    }
+
+    /// Packets held.
+    pub(super) fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether it holds no packet.
+    pub(super) fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// Bytes held.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// When the oldest packet was enqueued.
+    pub(super) fn oldest_enqueued_at(&self) -> Option<Nanos> {
+        self.packets.front().map(|(t, _)| *t)
+    }
+}
+
 /// A drop-tail packet queue that tracks the bytes it holds.
 ///
 /// Memory: at most `limit` packets; the ring buffer grows on demand, never
 /// reserved up front.
 #[derive(Debug, Clone, Default)]
 pub struct DropTail {
-    packets: VecDeque<(Nanos, Vec<u8>)>,
-    bytes: usize,
+    fifo: Fifo,
     limit: usize,
     stats: QdiscStats,
 }
@@ -20,10 +67,7 @@ impl DropTail {
     /// An empty queue holding at most `limit` packets.
     pub fn new(limit: usize) -> Self {
         Self {
-            // Grows on demand up to `limit`; don't reserve a stranger-sized
-            // block up front.
-            packets: VecDeque::new(),
-            bytes: 0,
+            fifo: Fifo::default(),
             limit,
             stats: QdiscStats::default(),
         }
@@ -36,34 +80,28 @@ impl QueueDiscipline for DropTail {
     }
 
     fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict {
-        if self.packets.len() >= self.limit {
+        if self.fifo.len() >= self.limit {
             self.stats.drops_overflow += 1;
             return Verdict::Dropped(DropCause::Overflow);
         }
-        self.bytes += packet.len();
-        self.packets.push_back((now, packet));
+        self.fifo.push(now, packet);
         Verdict::Queued
     }
 
     fn dequeue(&mut self, _now: Nanos) -> Option<Dequeued> {
-        let (enqueued_at, packet) = self.packets.pop_front()?;
-        self.bytes -= packet.len();
-        Some(Dequeued {
-            packet,
-            enqueued_at,
-        })
+        self.fifo.pop()
     }
 
     fn len(&self) -> usize {
-        self.packets.len()
+        self.fifo.len()
     }
 
     fn bytes(&self) -> usize {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _)| *t)
+        self.fifo.oldest_enqueued_at()
     }
 
     fn stats(&self) -> QdiscStats {

@@ -42,10 +42,9 @@
 //! early region. Memory: at most `limit` packets; the ring buffer grows on
 //! demand; the rest is fixed-size.
 
-use std::collections::VecDeque;
-
 use ka_codec::wire::ecn::{MarkOutcome, mark_ce};
 
+use super::droptail::Fifo;
 use super::rng::SplitMix64;
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 use crate::config::ConfigError;
@@ -191,8 +190,7 @@ impl RedConfig {
 /// The RED discipline (see the module docs).
 #[derive(Debug)]
 pub struct Red {
-    packets: VecDeque<(Nanos, Vec<u8>)>,
-    bytes: usize,
+    fifo: Fifo,
     limit: usize,
     config: RedConfig,
     /// The average queue, packets.
@@ -213,8 +211,7 @@ impl Red {
     pub fn new(config: RedConfig, limit: usize, capacity_bps: u64, seed: u64) -> Self {
         let config = config.sanitized();
         Self {
-            packets: VecDeque::new(),
-            bytes: 0,
+            fifo: Fifo::default(),
             limit,
             packet_time_ns: config.mean_packet_bytes as f64 * 8e9 / capacity_bps.max(1) as f64,
             config,
@@ -275,8 +272,7 @@ impl Red {
     }
 
     fn push(&mut self, now: Nanos, packet: Vec<u8>) {
-        self.bytes += packet.len();
-        self.packets.push_back((now, packet));
+        self.fifo.push(now, packet);
         self.idle_since = None;
     }
 }
@@ -287,7 +283,7 @@ impl QueueDiscipline for Red {
     }
 
     fn enqueue(&mut self, now: Nanos, mut packet: Vec<u8>) -> Verdict {
-        let q = self.packets.len();
+        let q = self.fifo.len();
         self.update_average(now, q);
         if q >= self.limit {
             self.count = 0;
@@ -314,27 +310,23 @@ impl QueueDiscipline for Red {
     }
 
     fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
-        let (enqueued_at, packet) = self.packets.pop_front()?;
-        self.bytes -= packet.len();
-        if self.packets.is_empty() {
+        let d = self.fifo.pop()?;
+        if self.fifo.is_empty() {
             self.idle_since = Some(now);
         }
-        Some(Dequeued {
-            packet,
-            enqueued_at,
-        })
+        Some(d)
     }
 
     fn len(&self) -> usize {
-        self.packets.len()
+        self.fifo.len()
     }
 
     fn bytes(&self) -> usize {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _)| *t)
+        self.fifo.oldest_enqueued_at()
     }
 
     fn stats(&self) -> QdiscStats {
