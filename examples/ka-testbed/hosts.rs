@@ -7,7 +7,7 @@
 //!   stream for that sender (`ka_sim::rng::stream(seed, i)`, the same draws
 //!   in the same order as `ka_sim::host`), so a real run and its simulation
 //!   offer the same flows. A flow: open a connection, write the
-//!   [`Header`](crate::wire::Header) and filler up to the size, close, and
+//!   [`Header`] and filler up to the size, close, and
 //!   wait until everything is acknowledged (KA endpoints: the driver's
 //!   `shutdown`; kernel TCP: the receiver's close), then go off for
 //!   Exp(off mean).
