@@ -29,7 +29,8 @@
 # in the scratch directory, which is removed afterwards. `cargo` is wrapped
 # to pass --manifest-path, so it builds in the repository's target/.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# The real checkout, also when run through the scratch directory's links.
+cd "$(dirname "$(readlink -f "$0")")/.."
 REPO="$PWD"
 
 list=0
