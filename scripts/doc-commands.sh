@@ -97,7 +97,7 @@ if [ "$list" = 1 ]; then
         sed -n -e "s/^__doc_skip '\([^']*\)' '\(.*\)'$/skip  \1  (\2)/p" \
             -e "s/^__doc_block '\([^']*\)' \"\"$/run   \1/p" \
             -e "s/^__doc_block '\([^']*\)' '\(.*\)'$/run   \1  (\2)/p" |
-        awk '!seen[$2]++'
+        awk '!seen[$2]++' | sed "s/'\\\\''/'/g"
     exit 0
 fi
 
