@@ -17,7 +17,7 @@
 //! Which stack: `ka` and `pcc` flows (and any other kind the endpoint
 //! implements) run on `ka-endpoint`'s TUN driver (`KaStack`, the code of
 //! `ka-endpoint send/recv`), one userspace host per sender, each on its own
-//! TUN device with its own /30 (the README's wiring); the receiver is one
+//! TUN device with its own /30 (the wiring of docs/usage/endpoint.md); the receiver is one
 //! userspace host. `tcp-cubic` and `tcp-newreno` flows are the Linux
 //! kernel's TCP (per-socket `TCP_CONGESTION`), to a kernel receiver.
 //! The endpoint's TCP parameters are the simulator's (`ka_sim::host::

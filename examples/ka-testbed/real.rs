@@ -162,8 +162,8 @@ pub fn router_args(
     if let Some(v) = k.initial_rtt_ms {
         a.extend(["--rtt".into(), ms(v)]);
     }
-    // The binary's defaults differ from the simulator's (README "RCP on a
-    // real host"): pass the scenario's choice either way.
+    // The binary's defaults differ from the simulator's (docs/usage/router.md,
+    // "RCP on a real host"): pass the scenario's choice either way.
     let qm = match k.queue_measure {
         Some(QueueMeasureKnob::Persistent) => "persistent",
         _ => "now",
