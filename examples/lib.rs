@@ -6,3 +6,10 @@
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the user manual's end-host page
+/// (`docs/usage/endpoint.md`: `KaStream` in a tokio program), compiled as
+/// doctests like the README's.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/usage/endpoint.md")]
+pub struct EndpointUsageDoctests;

@@ -14,3 +14,6 @@ echo "== ka-codec builds without std"
 
 echo "== fuzz targets compile"
 cargo check --locked --manifest-path fuzz/Cargo.toml --bins
+
+echo "== the documentation's commands (README.md, docs/)"
+./scripts/doc-commands.sh

@@ -7,7 +7,7 @@
 #
 #   benches/goodput/run.sh [--bytes 100M] [--rounds 3] [--cc newreno|cubic]
 #
-# Wiring (as in the README's "Run KA endpoints"): the testbed gives A
+# Wiring (as in docs/usage/endpoint.md): the testbed gives A
 # 10.77.0.1/24 and B 10.77.0.2/24 on the router's devices; an endpoint owns
 # 10.77.0.101 (A) / 10.77.0.201 (B) on its own TUN device (--addr …/30, kernel
 # side .102 / .202), both namespaces forward. Kernel TCP runs 10.77.0.1 →

@@ -7,7 +7,7 @@
 //!   stream for that sender (`ka_sim::engine::rng::stream(seed, i)`, the same draws
 //!   in the same order as `ka_sim::model::host`), so a real run and its simulation
 //!   offer the same flows. A flow: open a connection, write the
-//!   [`Header`](crate::wire::Header) and filler up to the size, close, and
+//!   [`Header`] and filler up to the size, close, and
 //!   wait until everything is acknowledged (KA endpoints: the driver's
 //!   `shutdown`; kernel TCP: the receiver's close), then go off for
 //!   Exp(off mean).
@@ -17,7 +17,7 @@
 //! Which stack: `ka` and `pcc` flows (and any other kind the endpoint
 //! implements) run on `ka-endpoint`'s TUN driver (`KaStack`, the code of
 //! `ka-endpoint send/recv`), one userspace host per sender, each on its own
-//! TUN device with its own /30 (the README's wiring); the receiver is one
+//! TUN device with its own /30 (the wiring of docs/usage/endpoint.md); the receiver is one
 //! userspace host. `tcp-cubic` and `tcp-newreno` flows are the Linux
 //! kernel's TCP (per-socket `TCP_CONGESTION`), to a kernel receiver.
 //! The endpoint's TCP parameters are the simulator's (`ka_sim::model::host::

@@ -105,7 +105,7 @@ enum Cmd {
 /// Options of `light`, `heavy` and `run`.
 #[derive(Args, Clone)]
 struct Opts {
-    /// Output directory (created): real/<scheme>/, sim/<scheme>/, plots, testbed-<load>.json.
+    /// Output directory (created): real/SCHEME/, sim/SCHEME/, plots, testbed-LOAD.json.
     #[arg(long)]
     out: PathBuf,
     /// Schemes to run, comma-separated (light/heavy): ka (the paper's RCP), ka-crowd (the crowd

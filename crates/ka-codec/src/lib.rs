@@ -37,6 +37,107 @@
 //! assert_eq!(rtt::classify(605, true), Some(5));
 //! ```
 //!
+//! ## Using it from another project
+//!
+//! The crate is not published on crates.io; depend on it by path or by git
+//! (the URL the ka repository was cloned from), and turn the default `std`
+//! feature off on `no_std` targets:
+//!
+//! ```toml
+//! [dependencies]
+//! ka-codec = { path = "../ka/crates/ka-codec", default-features = false }
+//! ```
+//!
+//! `examples/embed_codec.rs` in the ka repository is a complete program
+//! that classifies raw packets the way another stack would (`cargo run -p
+//! ka-examples --example embed_codec`).
+//!
+//! ## Parsing a packet: the rate a leading fragment carries
+//!
+//! A receiver (or a tool reading a capture) looks for IPv4 leading
+//! fragments, offset 0 with More Fragments set, and decodes their payload
+//! length. Here a router split a packet so that its leading fragment carries
+//! L = 880 bytes:
+//!
+//! ```
+//! use ka_codec::wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP};
+//! use ka_codec::{Code, Rate, RateTable};
+//!
+//! // The leading fragment as it arrives: a 20-byte header and 880 bytes.
+//! let mut packet = vec![0u8; 20 + 880];
+//! Ipv4Repr {
+//!     src: [10, 0, 0, 1],
+//!     dst: [10, 0, 0, 2],
+//!     protocol: PROTO_TCP,
+//!     ttl: 63,
+//!     ident: 7,
+//!     dont_frag: false,
+//!     more_frags: true,
+//!     frag_offset: 0,
+//!     dscp_ecn: 0,
+//!     payload_len: 880,
+//! }
+//! .emit(&mut packet)?;
+//!
+//! // Receiver side: every header length is checked before anything is read.
+//! let ip = Ipv4Packet::new_checked(&packet[..])?;
+//! assert!(ip.verify_checksum());
+//! let code = if ip.more_frags() && ip.frag_offset() == 0 {
+//!     Code::from_len(ip.payload().len())
+//! } else {
+//!     None
+//! };
+//! let code = code.expect("a KA leading fragment");
+//! let rate = RateTable::PAPER.decode(code); // B/ms, a table lookup
+//! assert_eq!(Rate::from_bytes_per_ms(rate).to_string(), "96.31 Mbit/s");
+//! # Ok::<(), ka_codec::wire::WireError>(())
+//! ```
+//!
+//! ## Emitting the KA options
+//!
+//! Both ends offer KA-Permitted in the SYN and SYN-ACK; a KA receiver then
+//! puts KA-Rate (the code of the latest leading fragment and a count of
+//! them) on its ACKs. The options can be written on their own
+//! ([`KaPermitted::BYTES`], [`KaRate::emit`]) or as part of a whole TCP
+//! header ([`wire::tcp::TcpRepr`]):
+//!
+//! ```
+//! use ka_codec::wire::checksum::pseudo_v4;
+//! use ka_codec::wire::ipv4::PROTO_TCP;
+//! use ka_codec::wire::tcp::{self, TcpOptions, TcpPacket, TcpRepr};
+//! use ka_codec::{Code, KaPermitted, KaRate};
+//!
+//! // The option bytes alone.
+//! assert_eq!(KaPermitted::BYTES, [253, 4, 0x4B, 0x41]);
+//! let echo = KaRate::new(Code::from_len(880).unwrap(), 17);
+//! let mut opt = [0u8; KaRate::LEN];
+//! echo.emit(&mut opt)?;
+//! assert_eq!(opt, [253, 6, 0x4B, 0x41, 110, 17]);
+//!
+//! // An ACK carrying the echo, emitted with its checksum and parsed back.
+//! let ack = TcpRepr {
+//!     src_port: 5001,
+//!     dst_port: 40000,
+//!     seq: 1,
+//!     ack: 1449,
+//!     flags: tcp::ACK,
+//!     window: 512,
+//!     urgent: 0,
+//!     options: TcpOptions { ka_rate: Some(echo), ..TcpOptions::default() },
+//! };
+//! let len = ack.header_len();
+//! let pseudo = pseudo_v4([10, 0, 0, 2], [10, 0, 0, 1], PROTO_TCP, len as u32);
+//! let mut segment = vec![0u8; len];
+//! ack.emit(&mut segment, &[], pseudo)?;
+//!
+//! let parsed = TcpPacket::new_checked(&segment[..])?;
+//! assert!(parsed.verify_checksum(pseudo));
+//! let options = TcpRepr::parse(&parsed)?.options;
+//! assert_eq!(options.ka_rate, Some(echo));
+//! assert_eq!(options.ka_rate.and_then(|r| r.rate_code()).map(|c| c.len()), Some(880));
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+//!
 //! ## Guarantees
 //!
 //! * `#![no_std]`, no allocation, no dependencies, no `unsafe`. `std` and

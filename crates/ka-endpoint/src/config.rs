@@ -147,7 +147,7 @@ pub struct TcpConfig {
     /// [`NewReno`](crate::NewReno)). CUBIC ignores it.
     pub byte_counting: bool,
     /// CUBIC ends slow start early on a delay increase or an ACK train, as
-    /// Linux's CUBIC does ([`CubicConfig::hystart`](crate::CubicConfig)).
+    /// Linux's CUBIC does ([`CubicConfig::hystart`](crate::cc::CubicConfig::hystart)).
     /// Default false; the other controllers ignore it.
     pub hystart: bool,
     /// Pace in TCP mode at the controller's `pacing_rate()`. Default off

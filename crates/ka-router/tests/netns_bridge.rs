@@ -89,7 +89,7 @@ impl BridgeBed {
         ]);
         ip(&["-n", &a, "addr", "add", &format!("{ADDR_A}/24"), "dev", &a0]);
         ip(&["-n", &b, "addr", "add", &format!("{ADDR_B}/24"), "dev", &b0]);
-        // M stays silent on its ports (README: "What the box must not do").
+        // M stays silent on its ports (docs/usage/router.md, bridge mode).
         for d in [&a1, &b1] {
             checked(Command::new("ip").args([
                 "netns",

@@ -206,7 +206,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     /// Stores `v` as the header checksum (see
-    /// [`checksum::update`](super::checksum::update) for in-place edits).
+    /// [`checksum::update`] for in-place edits).
     pub fn set_checksum(&mut self, v: u16) {
         put16(self.buffer.as_mut(), 10, v);
     }

@@ -2,8 +2,8 @@
 //! two-namespace [`Testbed`] with a `ka-router` in the middle, plus what it
 //! takes to put a `ka-endpoint` behind either side.
 //!
-//! Wiring — the recipe the README documents, with no extra routes: the
-//! testbed puts `10.77.0.1/24` (A) and `10.77.0.2/24` (B) on the router's
+//! Wiring — the recipe docs/usage/endpoint.md documents, with no extra
+//! routes: the testbed puts `10.77.0.1/24` (A) and `10.77.0.2/24` (B) on the router's
 //! devices. A `ka-endpoint` in A owns `10.77.0.101` on its own TUN device
 //! with `--addr 10.77.0.101/30`, so A's kernel side of that device is
 //! `10.77.0.102/30` and A routes `10.77.0.100/30` into it (longest prefix

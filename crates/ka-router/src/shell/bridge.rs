@@ -37,7 +37,7 @@
 //! a write error). A host that changes its MAC mid-flow has its queued
 //! packets sent with the old header.
 //!
-//! **What the box must not do** (documented in the README):
+//! **What the box must not do** (documented in docs/usage/router.md):
 //!
 //! * Merge frames: GRO/LRO on the bridge's interfaces hand the socket
 //!   frames larger than the MTU, which cannot be written out again
