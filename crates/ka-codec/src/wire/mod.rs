@@ -45,6 +45,7 @@
 
 pub mod checksum;
 pub mod ecn;
+pub mod flow;
 pub mod ipv4;
 pub mod ipv6;
 pub mod opts;

@@ -1,0 +1,64 @@
+//! The one flow key of ka: one direction of a flow, IPv4 or IPv6
+//! ([`FlowKey`]), as [`Segment::flow_key`](super::Segment::flow_key) reads it.
+
+/// An IPv4 address in the IPv4-mapped IPv6 form (RFC 4291 §2.5.5.2), as
+/// [`FlowKey`] holds it.
+pub const fn ipv4_mapped(a: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
+    ]
+}
+
+/// One direction of a flow: addresses (IPv4 in the IPv4-mapped IPv6 form,
+/// RFC 4291 §2.5.5.2), ports (0 for protocols without) and the upper-layer
+/// protocol. Ordered field by field in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FlowKey {
+    /// Source address.
+    pub src: [u8; 16],
+    /// Destination address.
+    pub dst: [u8; 16],
+    /// Source port.
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// Upper-layer protocol (6 for TCP).
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// An IPv4 flow.
+    pub const fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> Self {
+        FlowKey {
+            src: ipv4_mapped(src),
+            dst: ipv4_mapped(dst),
+            sport,
+            dport,
+            proto,
+        }
+    }
+
+    /// The other direction of the same flow.
+    pub const fn reversed(&self) -> Self {
+        FlowKey {
+            src: self.dst,
+            dst: self.src,
+            sport: self.dport,
+            dport: self.sport,
+            proto: self.proto,
+        }
+    }
+
+    /// Both addresses as IPv4, if both are IPv4-mapped.
+    pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
+        fn v4(a: &[u8; 16]) -> Option<[u8; 4]> {
+            match *a {
+                [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3] => {
+                    Some([a0, a1, a2, a3])
+                }
+                _ => None,
+            }
+        }
+        Some((v4(&self.src)?, v4(&self.dst)?))
+    }
+}
