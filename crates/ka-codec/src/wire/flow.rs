@@ -11,7 +11,8 @@ pub const fn ipv4_mapped(a: [u8; 4]) -> [u8; 16] {
 
 /// One direction of a flow: addresses (IPv4 in the IPv4-mapped IPv6 form,
 /// RFC 4291 §2.5.5.2), ports (0 for protocols without) and the upper-layer
-/// protocol. Ordered field by field in this order.
+/// protocol. Ordered field by field in this order (addresses byte by
+/// byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct FlowKey {
     /// Source address.

@@ -53,7 +53,7 @@ pub mod segment;
 pub mod tcp;
 
 pub use opts::{OptionFault, OptionIter, RawOption};
-pub use segment::{FlowKey, Layout, Segment, SegmentMut};
+pub use segment::{FlowKey, Layout, Segment, SegmentMut, TcpHeader};
 
 use core::fmt;
 

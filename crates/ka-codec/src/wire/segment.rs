@@ -378,6 +378,28 @@ const fn flag(on: bool, f: u8) -> u8 {
     if on { f } else { 0 }
 }
 
+/// The fixed TCP header's fields of a parsed packet
+/// ([`Segment::tcp_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpHeader {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgement number.
+    pub ack: u32,
+    /// Header length with options (data offset · 4).
+    pub header_len: usize,
+    /// The flag bits (CWR … FIN).
+    pub flags: u8,
+    /// The window field (unscaled).
+    pub window: u16,
+    /// The checksum field.
+    pub checksum: u16,
+}
+
 /// A parsed IP packet: its bytes and its [`Layout`]. Dereferences to the
 /// layout for the facts that need no bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -448,8 +470,14 @@ impl<'a> Segment<'a> {
     /// Both IPv4 addresses (source, destination), for IPv4.
     #[inline]
     pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
-        self.is_ipv4()
-            .then(|| (array(self.buf, 12), array(self.buf, 16)))
+        if !self.is_ipv4() {
+            return None;
+        }
+        // One length check for the fixed header, then constant offsets.
+        match self.buf.first_chunk::<20>() {
+            Some(h) => Some(([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]])),
+            None => Some(([0; 4], [0; 4])),
+        }
     }
 
     /// Both IPv6 addresses (source, destination), for IPv6.
@@ -554,7 +582,14 @@ impl<'a> Segment<'a> {
             PROTO_UDP => self.l4_bytes().len() >= 8,
             _ => false,
         };
-        ok.then(|| (be16(self.buf, at), be16(self.buf, at + 2)))
+        if !ok {
+            return None;
+        }
+        let p = self.buf.get(at..)?.first_chunk::<4>()?;
+        Some((
+            u16::from_be_bytes([p[0], p[1]]),
+            u16::from_be_bytes([p[2], p[3]]),
+        ))
     }
 
     /// The packet's flow, when the upper layer was reached (ports 0 if
@@ -563,12 +598,38 @@ impl<'a> Segment<'a> {
     pub fn flow_key(&self) -> Option<FlowKey> {
         let proto = self.l4_proto()?;
         let (sport, dport) = self.ports().unwrap_or((0, 0));
+        let (src, dst) = match self.ipv4_addrs() {
+            Some((s, d)) => (ipv4_mapped(s), ipv4_mapped(d)),
+            None => self.ipv6_addrs().unwrap_or(([0; 16], [0; 16])),
+        };
         Some(FlowKey {
-            src: self.src_addr(),
-            dst: self.dst_addr(),
+            src,
+            dst,
             sport,
             dport,
             proto,
+        })
+    }
+
+    /// The fixed TCP header's fields, read at once (`None` unless
+    /// [`Layout::is_tcp`]).
+    #[inline]
+    pub fn tcp_header(&self) -> Option<TcpHeader> {
+        if !self.is_tcp() {
+            return None;
+        }
+        let at = self.layout.l4_offset as usize;
+        let h = self.buf.get(at..)?.first_chunk::<{ tcp::HEADER_LEN }>()?;
+        let be16 = |a: u8, b: u8| u16::from_be_bytes([a, b]);
+        Some(TcpHeader {
+            src_port: be16(h[0], h[1]),
+            dst_port: be16(h[2], h[3]),
+            seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
+            ack: u32::from_be_bytes([h[8], h[9], h[10], h[11]]),
+            header_len: self.tcp_header_len(),
+            flags: h[13],
+            window: be16(h[14], h[15]),
+            checksum: be16(h[16], h[17]),
         })
     }
 

@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+use ka_codec::wire::Layout;
+
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 
 /// A drop-tail packet queue that tracks the bytes it holds.
@@ -10,7 +12,7 @@ use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 /// reserved up front.
 #[derive(Debug, Clone, Default)]
 pub struct DropTail {
-    packets: VecDeque<(Nanos, Vec<u8>)>,
+    packets: VecDeque<(Nanos, Vec<u8>, Option<Layout>)>,
     bytes: usize,
     limit: usize,
     stats: QdiscStats,
@@ -36,22 +38,33 @@ impl QueueDiscipline for DropTail {
     }
 
     fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict {
+        self.enqueue_parsed(now, packet, None)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
+        self.dequeue_parsed(now).map(|(d, _)| d)
+    }
+
+    fn enqueue_parsed(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) -> Verdict {
         if self.packets.len() >= self.limit {
             self.stats.drops_overflow += 1;
             return Verdict::Dropped(DropCause::Overflow);
         }
         self.bytes += packet.len();
-        self.packets.push_back((now, packet));
+        self.packets.push_back((now, packet, layout));
         Verdict::Queued
     }
 
-    fn dequeue(&mut self, _now: Nanos) -> Option<Dequeued> {
-        let (enqueued_at, packet) = self.packets.pop_front()?;
+    fn dequeue_parsed(&mut self, _now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
+        let (enqueued_at, packet, layout) = self.packets.pop_front()?;
         self.bytes -= packet.len();
-        Some(Dequeued {
-            packet,
-            enqueued_at,
-        })
+        Some((
+            Dequeued {
+                packet,
+                enqueued_at,
+            },
+            layout,
+        ))
     }
 
     fn len(&self) -> usize {
@@ -63,7 +76,7 @@ impl QueueDiscipline for DropTail {
     }
 
     fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _)| *t)
+        self.packets.front().map(|(t, _, _)| *t)
     }
 
     fn stats(&self) -> QdiscStats {

@@ -44,6 +44,7 @@
 
 use std::collections::VecDeque;
 
+use ka_codec::wire::Layout;
 use ka_codec::wire::ecn::{MarkOutcome, mark_ce};
 
 use super::rng::SplitMix64;
@@ -186,7 +187,7 @@ impl RedConfig {
 /// The RED discipline (see the module docs).
 #[derive(Debug)]
 pub struct Red {
-    packets: VecDeque<(Nanos, Vec<u8>)>,
+    packets: VecDeque<(Nanos, Vec<u8>, Option<Layout>)>,
     bytes: usize,
     limit: usize,
     config: RedConfig,
@@ -269,9 +270,9 @@ impl Red {
         }
     }
 
-    fn push(&mut self, now: Nanos, packet: Vec<u8>) {
+    fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
         self.bytes += packet.len();
-        self.packets.push_back((now, packet));
+        self.packets.push_back((now, packet, layout));
         self.idle_since = None;
     }
 }
@@ -281,7 +282,20 @@ impl QueueDiscipline for Red {
         "red"
     }
 
-    fn enqueue(&mut self, now: Nanos, mut packet: Vec<u8>) -> Verdict {
+    fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict {
+        self.enqueue_parsed(now, packet, None)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
+        self.dequeue_parsed(now).map(|(d, _)| d)
+    }
+
+    fn enqueue_parsed(
+        &mut self,
+        now: Nanos,
+        mut packet: Vec<u8>,
+        layout: Option<Layout>,
+    ) -> Verdict {
         let q = self.packets.len();
         self.update_average(now, q);
         if q >= self.limit {
@@ -290,7 +304,7 @@ impl QueueDiscipline for Red {
             return Verdict::Dropped(DropCause::Overflow);
         }
         if !self.congested() {
-            self.push(now, packet);
+            self.push(now, packet, layout);
             return Verdict::Queued;
         }
         if self.config.ecn
@@ -300,7 +314,7 @@ impl QueueDiscipline for Red {
             )
         {
             self.stats.marks += 1;
-            self.push(now, packet);
+            self.push(now, packet, layout);
             Verdict::Marked
         } else {
             self.stats.drops_aqm += 1;
@@ -308,16 +322,19 @@ impl QueueDiscipline for Red {
         }
     }
 
-    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
-        let (enqueued_at, packet) = self.packets.pop_front()?;
+    fn dequeue_parsed(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
+        let (enqueued_at, packet, layout) = self.packets.pop_front()?;
         self.bytes -= packet.len();
         if self.packets.is_empty() {
             self.idle_since = Some(now);
         }
-        Some(Dequeued {
-            packet,
-            enqueued_at,
-        })
+        Some((
+            Dequeued {
+                packet,
+                enqueued_at,
+            },
+            layout,
+        ))
     }
 
     fn len(&self) -> usize {
@@ -329,7 +346,7 @@ impl QueueDiscipline for Red {
     }
 
     fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _)| *t)
+        self.packets.front().map(|(t, _, _)| *t)
     }
 
     fn stats(&self) -> QdiscStats {
