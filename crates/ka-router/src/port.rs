@@ -181,6 +181,7 @@ impl Port {
     /// [`Port::on_reverse`] for a packet its caller parsed already (e.g. a
     /// router that parsed it for its own stages): the same, without parsing
     /// again.
+    #[inline]
     pub fn on_reverse_segment(&mut self, now: Instant, packet: &mut SegmentMut<'_>) -> bool {
         let t = self.advance(now);
         if !self.signal.wants_reverse() {
@@ -209,6 +210,7 @@ impl Port {
         self.push_inner(now, packet, Some(layout))
     }
 
+    #[inline]
     fn push_inner(
         &mut self,
         now: Instant,

@@ -5,7 +5,7 @@
 //! controllers, stamping, the RCP and XCP carriers, the reverse-path echo
 //! rewrite, RWM) used to parse the packet itself. Here the packet is parsed
 //! once, by [`Layout::parse`], into a small plain-data [`Layout`] (offsets,
-//! lengths, flags; 28 bytes, `Copy`, no borrow), and every stage reads the
+//! lengths, flags; 20 bytes, `Copy`, no borrow), and every stage reads the
 //! packet through a view that pairs the bytes with it:
 //!
 //! * [`Segment`] over `&[u8]`: every fact, read at the offsets the layout
@@ -45,6 +45,7 @@ use super::{WireError, array, be16, be32, byte, sub};
 
 const F_DF: u8 = 1 << 0;
 const F_MF: u8 = 1 << 1;
+const _: () = assert!(F_DF == 1 && F_MF == 2);
 /// The upper-layer header was reached (`l4_proto`, `l4_offset` valid).
 const F_L4: u8 = 1 << 2;
 /// A TCP header passing `TcpPacket::new_checked` is at `l4_offset`.
@@ -59,10 +60,12 @@ const F_FRAG_HDR: u8 = 1 << 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
     total_len: u32,
-    l4_offset: u32,
-    frag_header_at: u32,
-    unfragmentable_len: u32,
-    next_header_field: u32,
+    // Offsets fit 16 bits: an IPv6 header chain walked by `ipv6::layout`
+    // ends within 40 + 9 · 2048 bytes, an IPv4 header within 60.
+    l4_offset: u16,
+    frag_header_at: u16,
+    unfragmentable_len: u16,
+    next_header_field: u16,
     /// Fragment offset in bytes.
     frag_offset: u16,
     version: u8,
@@ -129,21 +132,22 @@ impl Layout {
         let mut l = Layout::empty(4);
         l.total_len = total as u32;
         l.ip_header_len = ipv4::MIN_HEADER_LEN as u8;
-        l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u32;
+        l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u16;
         l.next_header_field = 9;
-        l.l4_offset = ipv4::MIN_HEADER_LEN as u32;
+        l.l4_offset = ipv4::MIN_HEADER_LEN as u16;
         l.l4_proto = h[9];
         l.frag_offset = (fo & 0x1FFF) << 3;
-        l.flags = F_CHAIN | flag(fo & 0x4000 != 0, F_DF) | flag(fo & 0x2000 != 0, F_MF);
+        // DF and MF are bits 14 and 13 of the field, F_DF and F_MF bits 0
+        // and 1 of the flags.
+        l.flags = F_CHAIN | ((fo >> 14) & 1) as u8 | (((fo >> 13) & 1) as u8) << 1;
         if fo & 0x1FFF == 0 {
             l.flags |= F_L4;
             if h[9] == PROTO_TCP {
                 let tcp_len = total - ipv4::MIN_HEADER_LEN;
                 let data_offset = usize::from(h[32] >> 4) * 4;
-                if tcp_len >= tcp::HEADER_LEN
-                    && data_offset >= tcp::HEADER_LEN
-                    && data_offset <= tcp_len
-                {
+                // `TcpPacket::new_checked`: a data offset of at least 20
+                // within the segment (so the segment has 20 bytes too).
+                if data_offset >= tcp::HEADER_LEN && data_offset <= tcp_len {
                     l.flags |= F_TCP;
                     l.tcp_header_len = data_offset as u8;
                 }
@@ -158,9 +162,9 @@ impl Layout {
         let mut l = Layout::empty(4);
         l.total_len = total as u32;
         l.ip_header_len = hl as u8;
-        l.unfragmentable_len = hl as u32;
+        l.unfragmentable_len = hl as u16;
         l.next_header_field = 9;
-        l.l4_offset = hl as u32;
+        l.l4_offset = hl as u16;
         l.l4_proto = p.protocol();
         l.frag_offset = p.frag_offset() as u16;
         l.flags = F_CHAIN | flag(p.dont_frag(), F_DF) | flag(p.more_frags(), F_MF);
@@ -181,18 +185,29 @@ impl Layout {
         let Ok(lay) = ipv6::layout_of(&p) else {
             return Ok(l);
         };
+        let fits = |x: usize| u16::try_from(x).ok();
+        // Always fits (see the field comment); a chain that did not would
+        // count as one that does not walk.
+        let (Some(u), Some(nh), Some(frag_at), Some(l4_at)) = (
+            fits(lay.unfragmentable_len),
+            fits(lay.next_header_field),
+            fits(lay.fragment.map_or(0, |f| f.0)),
+            fits(lay.upper.map_or(0, |u| u.1)),
+        ) else {
+            return Ok(l);
+        };
         l.flags |= F_CHAIN;
-        l.unfragmentable_len = lay.unfragmentable_len as u32;
-        l.next_header_field = lay.next_header_field as u32;
-        if let Some((at, fh)) = lay.fragment {
+        l.unfragmentable_len = u;
+        l.next_header_field = nh;
+        if let Some((_, fh)) = lay.fragment {
             l.flags |= F_FRAG_HDR | flag(fh.more_frags, F_MF);
-            l.frag_header_at = at as u32;
+            l.frag_header_at = frag_at;
             l.frag_offset = fh.offset as u16;
         }
-        if let Some((proto, off)) = lay.upper {
+        if let Some((proto, _)) = lay.upper {
             l.flags |= F_L4;
             l.l4_proto = proto;
-            l.l4_offset = off as u32;
+            l.l4_offset = l4_at;
             if proto == PROTO_TCP {
                 l.check_tcp(packet);
             }
