@@ -27,7 +27,7 @@
 //! unfragmented packet or a leading fragment carries it.
 //!
 //! Options areas are walked by the one option walker,
-//! [`OptionIter`](crate::wire::OptionIter). Nothing here panics or loops
+//! [`OptionIter`]. Nothing here panics or loops
 //! forever on any input.
 
 use core::fmt;

@@ -100,6 +100,15 @@ fn check_segment(data: &[u8]) {
         assert_eq!(s.tcp_payload_len(), Some(t.payload().len()));
         assert_eq!(s.tcp_options(), t.options());
         assert_eq!(s.ports(), Some((t.src_port(), t.dst_port())));
+        let h = s.tcp_header().unwrap();
+        assert_eq!(
+            (h.src_port, h.dst_port, h.seq, h.ack),
+            (t.src_port(), t.dst_port(), t.seq(), t.ack())
+        );
+        assert_eq!(
+            (h.header_len, h.flags, h.window, h.checksum),
+            (t.header_len(), t.flags(), t.window(), t.checksum())
+        );
         // The option walker fails exactly where `TcpOptions::parse` does.
         let walked: Result<Vec<_>, _> = s.tcp_option_iter().collect();
         assert_eq!(walked.is_ok(), TcpOptions::parse(t.options()).is_ok());
@@ -116,7 +125,10 @@ fn check_segment(data: &[u8]) {
             }
         }
     } else {
-        assert_eq!((s.tcp_flags(), s.tcp_payload_len()), (None, None));
+        assert_eq!(
+            (s.tcp_flags(), s.tcp_payload_len(), s.tcp_header()),
+            (None, None, None)
+        );
         assert!(s.tcp_options().is_empty());
     }
 }
@@ -280,8 +292,22 @@ proptest! {
     fn flow_keys_order_by_fields(a in any::<([u8; 4], [u8; 4], u16, u16)>(), b in any::<([u8; 4], [u8; 4], u16, u16)>()) {
         let ka = FlowKey::v4(a.0, a.1, a.2, a.3, 6);
         let kb = FlowKey::v4(b.0, b.1, b.2, b.3, 6);
-        let fields = |k: &FlowKey| (k.src, k.dst, k.sport, k.dport);
+        let fields = |k: &FlowKey| (k.src, k.dst, k.sport, k.dport, k.proto);
         prop_assert_eq!(ka.cmp(&kb), fields(&ka).cmp(&fields(&kb)));
+        // Also for IPv6 keys, and keys that differ in one byte only.
+        let v6 = |a: &([u8; 4], [u8; 4], u16, u16)| FlowKey {
+            src: [a.0, a.1, a.0, a.1].concat().try_into().unwrap(),
+            dst: [a.1, a.0, a.1, a.0].concat().try_into().unwrap(),
+            sport: a.2,
+            dport: a.3,
+            proto: a.0[0],
+        };
+        let (xa, xb) = (v6(&a), v6(&b));
+        prop_assert_eq!(xa.cmp(&xb), fields(&xa).cmp(&fields(&xb)));
+        let mut xc = xa;
+        xc.dst[usize::from(a.2 % 16)] ^= 1 << (a.3 % 8);
+        prop_assert_eq!(xa.cmp(&xc), fields(&xa).cmp(&fields(&xc)));
+        prop_assert_eq!(xa.partial_cmp(&xc), Some(xa.cmp(&xc)));
         prop_assert_eq!(ka.reversed().ipv4_addrs(), Some((a.1, a.0)));
     }
 

@@ -68,6 +68,7 @@ pub(crate) fn ingress(packet: &mut Vec<u8>, decrement_ttl: bool) -> Result<Kind,
 /// every stage that reads the headers (`None` for non-IP packets). A
 /// caller that parsed the packet already passes its layout as `parsed`
 /// (one of another IP version is ignored).
+#[inline]
 pub(crate) fn ingress_parsed(
     packet: &mut Vec<u8>,
     decrement_ttl: bool,

@@ -182,6 +182,7 @@ impl Port {
     /// [`Port::on_reverse`] for a packet its caller parsed already (e.g. a
     /// router that parsed it for its own stages): the same, without parsing
     /// again.
+    #[inline]
     pub fn on_reverse_segment(&mut self, now: Instant, packet: &mut SegmentMut<'_>) -> bool {
         let t = self.advance(now);
         if !self.signal.wants_reverse() {
@@ -210,6 +211,7 @@ impl Port {
         self.push_inner(now, packet, Some(layout))
     }
 
+    #[inline]
     fn push_inner(
         &mut self,
         now: Instant,
@@ -241,7 +243,7 @@ impl Port {
             packet.shrink_to_fit();
         }
         let was_empty = self.queue.is_empty();
-        let outcome = match self.queue.enqueue(t, packet) {
+        let outcome = match self.queue.enqueue_parsed(t, packet, layout) {
             Verdict::Queued => PushOutcome::Queued,
             Verdict::Marked => PushOutcome::Marked,
             Verdict::Dropped(DropCause::Overflow) => PushOutcome::Dropped(DropReason::QueueFull),
@@ -436,12 +438,14 @@ impl Port {
     /// let the signalling stage stamp it and put its piece(s) on the wire
     /// back to back.
     fn dequeue(&mut self, t: u64) {
-        let Some(d) = self.queue.dequeue(t) else {
+        let Some((d, layout)) = self.queue.dequeue_parsed(t) else {
             return;
         };
         self.sojourn.record(t.saturating_sub(d.enqueued_at));
         let q = self.queue_state();
-        let (first, second) = self.signal.on_dequeue(t, d.packet, q, &mut self.counters);
+        let (first, second) = self
+            .signal
+            .on_dequeue(t, d.packet, layout, q, &mut self.counters);
         self.shaper.idle_until(t);
         for piece in std::iter::once(first).chain(second) {
             let end = self.shaper.send(piece.len());

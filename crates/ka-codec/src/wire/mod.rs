@@ -46,6 +46,7 @@
 pub mod build;
 pub mod checksum;
 pub mod ecn;
+pub mod flow;
 pub mod ipv4;
 pub mod ipv6;
 pub mod opts;
@@ -53,7 +54,7 @@ pub mod segment;
 pub mod tcp;
 
 pub use opts::{OptionFault, OptionIter, RawOption};
-pub use segment::{FlowKey, Layout, Segment, SegmentMut};
+pub use segment::{FlowKey, Layout, Segment, SegmentMut, TcpHeader};
 
 use core::fmt;
 

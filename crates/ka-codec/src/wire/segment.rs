@@ -5,7 +5,7 @@
 //! controllers, stamping, the RCP and XCP carriers, the reverse-path echo
 //! rewrite, RWM) used to parse the packet itself. Here the packet is parsed
 //! once, by [`Layout::parse`], into a small plain-data [`Layout`] (offsets,
-//! lengths, flags; 28 bytes, `Copy`, no borrow), and every stage reads the
+//! lengths, flags; 20 bytes, `Copy`, no borrow), and every stage reads the
 //! packet through a view that pairs the bytes with it:
 //!
 //! * [`Segment`] over `&[u8]`: every fact, read at the offsets the layout
@@ -36,14 +36,16 @@
 
 use core::ops::Deref;
 
+pub use super::flow::{FlowKey, ipv4_mapped};
 use super::ipv4::{self, Ipv4Packet, PROTO_TCP, PROTO_UDP};
 use super::ipv6::{self, FragmentHeader, Ipv6Layout, Ipv6Packet};
 use super::opts::OptionIter;
 use super::tcp::{self, TcpPacket};
-use super::{WireError, array, be16, be32, byte, checksum, sub, sub_mut};
+use super::{WireError, array, be16, be32, byte, sub};
 
 const F_DF: u8 = 1 << 0;
 const F_MF: u8 = 1 << 1;
+const _: () = assert!(F_DF == 1 && F_MF == 2);
 /// The upper-layer header was reached (`l4_proto`, `l4_offset` valid).
 const F_L4: u8 = 1 << 2;
 /// A TCP header passing `TcpPacket::new_checked` is at `l4_offset`.
@@ -53,77 +55,17 @@ const F_CHAIN: u8 = 1 << 4;
 /// IPv6: a Fragment header is at `frag_header_at`.
 const F_FRAG_HDR: u8 = 1 << 5;
 
-/// An IPv4 address in the IPv4-mapped IPv6 form (RFC 4291 §2.5.5.2), as
-/// [`FlowKey`] holds it.
-pub const fn ipv4_mapped(a: [u8; 4]) -> [u8; 16] {
-    [
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
-    ]
-}
-
-/// One direction of a flow: addresses (IPv4 in the IPv4-mapped IPv6 form,
-/// RFC 4291 §2.5.5.2), ports (0 for protocols without) and the upper-layer
-/// protocol. Ordered field by field in this order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct FlowKey {
-    /// Source address.
-    pub src: [u8; 16],
-    /// Destination address.
-    pub dst: [u8; 16],
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
-    /// Upper-layer protocol (6 for TCP).
-    pub proto: u8,
-}
-
-impl FlowKey {
-    /// An IPv4 flow.
-    pub const fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> Self {
-        FlowKey {
-            src: ipv4_mapped(src),
-            dst: ipv4_mapped(dst),
-            sport,
-            dport,
-            proto,
-        }
-    }
-
-    /// The other direction of the same flow.
-    pub const fn reversed(&self) -> Self {
-        FlowKey {
-            src: self.dst,
-            dst: self.src,
-            sport: self.dport,
-            dport: self.sport,
-            proto: self.proto,
-        }
-    }
-
-    /// Both addresses as IPv4, if both are IPv4-mapped.
-    pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
-        fn v4(a: &[u8; 16]) -> Option<[u8; 4]> {
-            match *a {
-                [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3] => {
-                    Some([a0, a1, a2, a3])
-                }
-                _ => None,
-            }
-        }
-        Some((v4(&self.src)?, v4(&self.dst)?))
-    }
-}
-
 /// Where the headers of an IP packet are: the result of one parse
 /// ([`Layout::parse`]). Plain data; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
     total_len: u32,
-    l4_offset: u32,
-    frag_header_at: u32,
-    unfragmentable_len: u32,
-    next_header_field: u32,
+    // Offsets fit 16 bits: an IPv6 header chain walked by `ipv6::layout`
+    // ends within 40 + 9 · 2048 bytes, an IPv4 header within 60.
+    l4_offset: u16,
+    frag_header_at: u16,
+    unfragmentable_len: u16,
+    next_header_field: u16,
     /// Fragment offset in bytes.
     frag_offset: u16,
     version: u8,
@@ -190,21 +132,22 @@ impl Layout {
         let mut l = Layout::empty(4);
         l.total_len = total as u32;
         l.ip_header_len = ipv4::MIN_HEADER_LEN as u8;
-        l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u32;
+        l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u16;
         l.next_header_field = 9;
-        l.l4_offset = ipv4::MIN_HEADER_LEN as u32;
+        l.l4_offset = ipv4::MIN_HEADER_LEN as u16;
         l.l4_proto = h[9];
         l.frag_offset = (fo & 0x1FFF) << 3;
-        l.flags = F_CHAIN | flag(fo & 0x4000 != 0, F_DF) | flag(fo & 0x2000 != 0, F_MF);
+        // DF and MF are bits 14 and 13 of the field, F_DF and F_MF bits 0
+        // and 1 of the flags.
+        l.flags = F_CHAIN | ((fo >> 14) & 1) as u8 | (((fo >> 13) & 1) as u8) << 1;
         if fo & 0x1FFF == 0 {
             l.flags |= F_L4;
             if h[9] == PROTO_TCP {
                 let tcp_len = total - ipv4::MIN_HEADER_LEN;
                 let data_offset = usize::from(h[32] >> 4) * 4;
-                if tcp_len >= tcp::HEADER_LEN
-                    && data_offset >= tcp::HEADER_LEN
-                    && data_offset <= tcp_len
-                {
+                // `TcpPacket::new_checked`: a data offset of at least 20
+                // within the segment (so the segment has 20 bytes too).
+                if data_offset >= tcp::HEADER_LEN && data_offset <= tcp_len {
                     l.flags |= F_TCP;
                     l.tcp_header_len = data_offset as u8;
                 }
@@ -219,9 +162,9 @@ impl Layout {
         let mut l = Layout::empty(4);
         l.total_len = total as u32;
         l.ip_header_len = hl as u8;
-        l.unfragmentable_len = hl as u32;
+        l.unfragmentable_len = hl as u16;
         l.next_header_field = 9;
-        l.l4_offset = hl as u32;
+        l.l4_offset = hl as u16;
         l.l4_proto = p.protocol();
         l.frag_offset = p.frag_offset() as u16;
         l.flags = F_CHAIN | flag(p.dont_frag(), F_DF) | flag(p.more_frags(), F_MF);
@@ -242,18 +185,29 @@ impl Layout {
         let Ok(lay) = ipv6::layout_of(&p) else {
             return Ok(l);
         };
+        let fits = |x: usize| u16::try_from(x).ok();
+        // Always fits (see the field comment); a chain that did not would
+        // count as one that does not walk.
+        let (Some(u), Some(nh), Some(frag_at), Some(l4_at)) = (
+            fits(lay.unfragmentable_len),
+            fits(lay.next_header_field),
+            fits(lay.fragment.map_or(0, |f| f.0)),
+            fits(lay.upper.map_or(0, |u| u.1)),
+        ) else {
+            return Ok(l);
+        };
         l.flags |= F_CHAIN;
-        l.unfragmentable_len = lay.unfragmentable_len as u32;
-        l.next_header_field = lay.next_header_field as u32;
-        if let Some((at, fh)) = lay.fragment {
+        l.unfragmentable_len = u;
+        l.next_header_field = nh;
+        if let Some((_, fh)) = lay.fragment {
             l.flags |= F_FRAG_HDR | flag(fh.more_frags, F_MF);
-            l.frag_header_at = at as u32;
+            l.frag_header_at = frag_at;
             l.frag_offset = fh.offset as u16;
         }
-        if let Some((proto, off)) = lay.upper {
+        if let Some((proto, _)) = lay.upper {
             l.flags |= F_L4;
             l.l4_proto = proto;
-            l.l4_offset = off as u32;
+            l.l4_offset = l4_at;
             if proto == PROTO_TCP {
                 l.check_tcp(packet);
             }
@@ -439,6 +393,28 @@ const fn flag(on: bool, f: u8) -> u8 {
     if on { f } else { 0 }
 }
 
+/// The fixed TCP header's fields of a parsed packet
+/// ([`Segment::tcp_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpHeader {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgement number.
+    pub ack: u32,
+    /// Header length with options (data offset · 4).
+    pub header_len: usize,
+    /// The flag bits (CWR … FIN).
+    pub flags: u8,
+    /// The window field (unscaled).
+    pub window: u16,
+    /// The checksum field.
+    pub checksum: u16,
+}
+
 /// A parsed IP packet: its bytes and its [`Layout`]. Dereferences to the
 /// layout for the facts that need no bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,8 +485,14 @@ impl<'a> Segment<'a> {
     /// Both IPv4 addresses (source, destination), for IPv4.
     #[inline]
     pub fn ipv4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
-        self.is_ipv4()
-            .then(|| (array(self.buf, 12), array(self.buf, 16)))
+        if !self.is_ipv4() {
+            return None;
+        }
+        // One length check for the fixed header, then constant offsets.
+        match self.buf.first_chunk::<20>() {
+            Some(h) => Some(([h[12], h[13], h[14], h[15]], [h[16], h[17], h[18], h[19]])),
+            None => Some(([0; 4], [0; 4])),
+        }
     }
 
     /// Both IPv6 addresses (source, destination), for IPv6.
@@ -615,7 +597,14 @@ impl<'a> Segment<'a> {
             PROTO_UDP => self.l4_bytes().len() >= 8,
             _ => false,
         };
-        ok.then(|| (be16(self.buf, at), be16(self.buf, at + 2)))
+        if !ok {
+            return None;
+        }
+        let p = self.buf.get(at..)?.first_chunk::<4>()?;
+        Some((
+            u16::from_be_bytes([p[0], p[1]]),
+            u16::from_be_bytes([p[2], p[3]]),
+        ))
     }
 
     /// The packet's flow, when the upper layer was reached (ports 0 if
@@ -624,12 +613,38 @@ impl<'a> Segment<'a> {
     pub fn flow_key(&self) -> Option<FlowKey> {
         let proto = self.l4_proto()?;
         let (sport, dport) = self.ports().unwrap_or((0, 0));
+        let (src, dst) = match self.ipv4_addrs() {
+            Some((s, d)) => (ipv4_mapped(s), ipv4_mapped(d)),
+            None => self.ipv6_addrs().unwrap_or(([0; 16], [0; 16])),
+        };
         Some(FlowKey {
-            src: self.src_addr(),
-            dst: self.dst_addr(),
+            src,
+            dst,
             sport,
             dport,
             proto,
+        })
+    }
+
+    /// The fixed TCP header's fields, read at once (`None` unless
+    /// [`Layout::is_tcp`]).
+    #[inline]
+    pub fn tcp_header(&self) -> Option<TcpHeader> {
+        if !self.is_tcp() {
+            return None;
+        }
+        let at = self.layout.l4_offset as usize;
+        let h = self.buf.get(at..)?.first_chunk::<{ tcp::HEADER_LEN }>()?;
+        let be16 = |a: u8, b: u8| u16::from_be_bytes([a, b]);
+        Some(TcpHeader {
+            src_port: be16(h[0], h[1]),
+            dst_port: be16(h[2], h[3]),
+            seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
+            ack: u32::from_be_bytes([h[8], h[9], h[10], h[11]]),
+            header_len: self.tcp_header_len(),
+            flags: h[13],
+            window: be16(h[14], h[15]),
+            checksum: be16(h[16], h[17]),
         })
     }
 
@@ -689,169 +704,9 @@ impl<'a> Segment<'a> {
     }
 }
 
-/// A parsed IP packet over mutable bytes: [`Segment`]'s facts plus the
-/// in-place rewrites of the router's stages. None of them moves a header,
-/// so the layout stays valid.
-#[derive(Debug, PartialEq, Eq)]
-pub struct SegmentMut<'a> {
-    buf: &'a mut [u8],
-    layout: Layout,
-}
+mod write;
 
-impl Deref for SegmentMut<'_> {
-    type Target = Layout;
-
-    #[inline]
-    fn deref(&self) -> &Layout {
-        &self.layout
-    }
-}
-
-impl<'a> SegmentMut<'a> {
-    /// Parses `packet` once ([`Layout::parse`]).
-    #[inline]
-    pub fn parse(packet: &'a mut [u8]) -> Result<Self, WireError> {
-        Ok(SegmentMut {
-            layout: Layout::parse(packet)?,
-            buf: packet,
-        })
-    }
-
-    /// Joins bytes with the layout parsed from them earlier (see the module
-    /// docs). Never panics, whatever the bytes.
-    #[inline]
-    pub fn with_layout(packet: &'a mut [u8], layout: Layout) -> Self {
-        SegmentMut {
-            buf: packet,
-            layout,
-        }
-    }
-
-    /// The layout.
-    #[inline]
-    pub const fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// A read-only view of the same packet.
-    #[inline]
-    pub fn as_segment(&self) -> Segment<'_> {
-        Segment::with_layout(self.buf, self.layout)
-    }
-
-    /// The whole buffer, mutable.
-    #[inline]
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        self.buf
-    }
-
-    /// The buffer back.
-    #[inline]
-    pub fn into_inner(self) -> &'a mut [u8] {
-        self.buf
-    }
-
-    /// The IPv4 header view, mutable, for IPv4.
-    #[inline]
-    pub fn ipv4_mut(&mut self) -> Option<Ipv4Packet<&mut [u8]>> {
-        if self.is_ipv4() {
-            Some(Ipv4Packet::new_unchecked(&mut *self.buf))
-        } else {
-            None
-        }
-    }
-
-    /// The TCP segment view, mutable, if [`Layout::is_tcp`].
-    #[inline]
-    pub fn tcp_mut(&mut self) -> Option<TcpPacket<&mut [u8]>> {
-        let at = self.l4_offset()?;
-        let end = self.total_len();
-        self.is_tcp()
-            .then(|| TcpPacket::new_unchecked(sub_mut(self.buf, at, end)))
-    }
-
-    /// Stores `window` in the TCP window field and patches the checksum
-    /// (RFC 1624; see [`TcpPacket::set_window_incremental`]). Returns the
-    /// window the segment had, `None` (nothing written) unless
-    /// [`Layout::is_tcp`].
-    #[inline]
-    pub fn set_tcp_window(&mut self, window: u16) -> Option<u16> {
-        let at = self.l4_offset()? + 14;
-        if !self.is_tcp() {
-            return None;
-        }
-        let f = self.buf.get_mut(at..)?.first_chunk_mut::<4>()?;
-        let old = u16::from_be_bytes([f[0], f[1]]);
-        if old != window {
-            let sum = checksum::update(u16::from_be_bytes([f[2], f[3]]), old, window);
-            let ([w0, w1], [c0, c1]) = (window.to_be_bytes(), sum.to_be_bytes());
-            *f = [w0, w1, c0, c1];
-        }
-        Some(old)
-    }
-
-    /// Replaces bytes of the TCP options area, starting `at` bytes into it,
-    /// with `new`, and patches the TCP checksum incrementally (RFC 1624), so
-    /// a segment whose checksum was right stays right (and one that was
-    /// wrong stays wrong by the same amount). Returns false, writing
-    /// nothing, if the range is not inside the options area or the packet
-    /// is not TCP.
-    pub fn patch_tcp_options(&mut self, at: usize, new: &[u8]) -> bool {
-        if !self.is_tcp() {
-            return false;
-        }
-        let tcp_at = self.layout.l4_offset as usize;
-        let opts_len = self.tcp_header_len().saturating_sub(tcp::HEADER_LEN);
-        if at.saturating_add(new.len()) > opts_len {
-            return false;
-        }
-        patch_tcp(self.buf, tcp_at, tcp_at + tcp::HEADER_LEN + at, new)
-    }
-}
-
-/// Replaces `packet[at..at + new.len()]` with `new` and patches the TCP
-/// checksum at `tcp_at + 16` word by word (RFC 1624). `at` must not be
-/// before `tcp_at + 20` (the checksum field itself is never rewritten).
-/// Returns false, writing nothing, if anything is out of range.
-pub fn patch_tcp(packet: &mut [u8], tcp_at: usize, at: usize, new: &[u8]) -> bool {
-    let end = at.saturating_add(new.len());
-    if at < tcp_at.saturating_add(tcp::HEADER_LEN) || packet.len() < end {
-        return false;
-    }
-    // The 16-bit words (relative to the TCP header's start) `new` touches.
-    let w0 = tcp_at + ((at - tcp_at) & !1);
-    let w1 = tcp_at + (end - tcp_at).div_ceil(2) * 2;
-    let mut old = [0u8; 16];
-    let (Some(o), Some(words)) = (old.get_mut(..w1 - w0), packet.get(w0..w1)) else {
-        return false;
-    };
-    o.copy_from_slice(words);
-    let Some(field) = packet.get_mut(at..end) else {
-        return false;
-    };
-    field.copy_from_slice(new);
-    let (Some(&[c0, c1]), Some(o), Some(n)) = (
-        packet.get(tcp_at + 16..tcp_at + 18),
-        old.get(..w1 - w0),
-        packet.get(w0..w1),
-    ) else {
-        return false;
-    };
-    let mut c = u16::from_be_bytes([c0, c1]);
-    for (o, n) in o.chunks_exact(2).zip(n.chunks_exact(2)) {
-        if let (&[o0, o1], &[n0, n1]) = (o, n) {
-            c = checksum::update(
-                c,
-                u16::from_be_bytes([o0, o1]),
-                u16::from_be_bytes([n0, n1]),
-            );
-        }
-    }
-    if let Some(dst) = packet.get_mut(tcp_at + 16..tcp_at + 18) {
-        dst.copy_from_slice(&c.to_be_bytes());
-    }
-    true
-}
+pub use write::{SegmentMut, patch_tcp};
 
 #[cfg(test)]
 mod tests;

@@ -46,11 +46,11 @@ pub fn inspect(packet: &[u8]) -> PacketInfo {
 
 /// [`inspect`] of a packet parsed already.
 pub fn inspect_segment(seg: &Segment<'_>) -> PacketInfo {
-    let tcp = match (seg.flow_key(), seg.tcp_flags(), seg.tcp_payload_len()) {
-        (Some(flow), Some(flags), Some(payload)) => Some(TcpInfo {
+    let tcp = match (seg.tcp_header(), seg.tcp_payload_len(), seg.flow_key()) {
+        (Some(h), Some(payload), Some(flow)) => Some(TcpInfo {
             flow,
-            syn: flags & SYN != 0 && flags & ACK == 0,
-            fin: flags & (FIN | RST) != 0,
+            syn: h.flags & SYN != 0 && h.flags & ACK == 0,
+            fin: h.flags & (FIN | RST) != 0,
             payload,
         }),
         _ => None,

@@ -2,33 +2,39 @@
 
 use std::collections::VecDeque;
 
+use ka_codec::wire::Layout;
+
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 
-/// Packets in arrival order with their enqueue times, and the bytes they
-/// hold: the queue of [`DropTail`] and of [`Red`](super::Red), which
-/// differ only in what they admit. The ring buffer grows on demand, never
-/// reserved up front (don't reserve a stranger-sized block).
+/// Packets in arrival order with their enqueue times and the classifier's
+/// parse (if the port handed one on), and the bytes they hold: the queue of
+/// [`DropTail`] and of [`Red`](super::Red), which differ only in what they
+/// admit. The ring buffer grows on demand, never reserved up front (don't
+/// reserve a stranger-sized block).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Fifo {
-    packets: VecDeque<(Nanos, Vec<u8>)>,
+    packets: VecDeque<(Nanos, Vec<u8>, Option<Layout>)>,
     bytes: usize,
 }
 
 impl Fifo {
-    /// Appends `packet`, enqueued at `now`.
-    pub(super) fn push(&mut self, now: Nanos, packet: Vec<u8>) {
+    /// Appends `packet`, enqueued at `now`, with its parse.
+    pub(super) fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
         self.bytes += packet.len();
-        self.packets.push_back((now, packet));
+        self.packets.push_back((now, packet, layout));
     }
 
-    /// Takes the oldest packet.
-    pub(super) fn pop(&mut self) -> Option<Dequeued> {
-        let (enqueued_at, packet) = self.packets.pop_front()?;
+    /// Takes the oldest packet and its parse.
+    pub(super) fn pop(&mut self) -> Option<(Dequeued, Option<Layout>)> {
+        let (enqueued_at, packet, layout) = self.packets.pop_front()?;
         self.bytes -= packet.len();
-        Some(Dequeued {
-            packet,
-            enqueued_at,
-        })
+        Some((
+            Dequeued {
+                packet,
+                enqueued_at,
+            },
+            layout,
+        ))
     }
 
     /// Packets held.
@@ -48,7 +54,7 @@ impl Fifo {
 
     /// When the oldest packet was enqueued.
     pub(super) fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _)| *t)
+        self.packets.front().map(|(t, _, _)| *t)
     }
 }
 
@@ -80,15 +86,23 @@ impl QueueDiscipline for DropTail {
     }
 
     fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict {
+        self.enqueue_parsed(now, packet, None)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
+        self.dequeue_parsed(now).map(|(d, _)| d)
+    }
+
+    fn enqueue_parsed(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) -> Verdict {
         if self.fifo.len() >= self.limit {
             self.stats.drops_overflow += 1;
             return Verdict::Dropped(DropCause::Overflow);
         }
-        self.fifo.push(now, packet);
+        self.fifo.push(now, packet, layout);
         Verdict::Queued
     }
 
-    fn dequeue(&mut self, _now: Nanos) -> Option<Dequeued> {
+    fn dequeue_parsed(&mut self, _now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
         self.fifo.pop()
     }
 

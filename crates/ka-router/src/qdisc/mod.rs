@@ -49,6 +49,8 @@ pub use red::{Red, RedConfig};
 
 use std::fmt;
 
+use ka_codec::wire::Layout;
+
 /// Time on a port's clock: nanoseconds since the port was created.
 pub type Nanos = u64;
 
@@ -115,6 +117,24 @@ pub trait QueueDiscipline: Send + fmt::Debug {
     /// The link is free at `now`: the next packet to send, if any. May drop
     /// packets on the way (counted in [`QueueDiscipline::stats`]).
     fn dequeue(&mut self, now: Nanos) -> Option<Dequeued>;
+
+    /// [`QueueDiscipline::enqueue`] with the packet's one parse (the port
+    /// classifier's [`Layout`]; `None` for non-IP), which the discipline
+    /// keeps with the packet and hands back from
+    /// [`QueueDiscipline::dequeue_parsed`], so the stages on dequeue read
+    /// the headers without parsing again. ECN marking does not move a
+    /// header, so the layout stays valid. The default forgets it (the port
+    /// then parses the packet once on dequeue).
+    fn enqueue_parsed(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) -> Verdict {
+        let _ = layout;
+        self.enqueue(now, packet)
+    }
+
+    /// [`QueueDiscipline::dequeue`] with the layout the packet was enqueued
+    /// with (always `None` by default).
+    fn dequeue_parsed(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
+        self.dequeue(now).map(|d| (d, None))
+    }
 
     /// Packets queued.
     fn len(&self) -> usize;

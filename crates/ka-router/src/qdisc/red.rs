@@ -42,6 +42,7 @@
 //! early region. Memory: at most `limit` packets; the ring buffer grows on
 //! demand; the rest is fixed-size.
 
+use ka_codec::wire::Layout;
 use ka_codec::wire::ecn::{MarkOutcome, mark_ce};
 
 use super::droptail::Fifo;
@@ -271,8 +272,8 @@ impl Red {
         }
     }
 
-    fn push(&mut self, now: Nanos, packet: Vec<u8>) {
-        self.fifo.push(now, packet);
+    fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
+        self.fifo.push(now, packet, layout);
         self.idle_since = None;
     }
 }
@@ -282,7 +283,20 @@ impl QueueDiscipline for Red {
         "red"
     }
 
-    fn enqueue(&mut self, now: Nanos, mut packet: Vec<u8>) -> Verdict {
+    fn enqueue(&mut self, now: Nanos, packet: Vec<u8>) -> Verdict {
+        self.enqueue_parsed(now, packet, None)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
+        self.dequeue_parsed(now).map(|(d, _)| d)
+    }
+
+    fn enqueue_parsed(
+        &mut self,
+        now: Nanos,
+        mut packet: Vec<u8>,
+        layout: Option<Layout>,
+    ) -> Verdict {
         let q = self.fifo.len();
         self.update_average(now, q);
         if q >= self.limit {
@@ -291,7 +305,7 @@ impl QueueDiscipline for Red {
             return Verdict::Dropped(DropCause::Overflow);
         }
         if !self.congested() {
-            self.push(now, packet);
+            self.push(now, packet, layout);
             return Verdict::Queued;
         }
         if self.config.ecn
@@ -301,7 +315,7 @@ impl QueueDiscipline for Red {
             )
         {
             self.stats.marks += 1;
-            self.push(now, packet);
+            self.push(now, packet, layout);
             Verdict::Marked
         } else {
             self.stats.drops_aqm += 1;
@@ -309,7 +323,7 @@ impl QueueDiscipline for Red {
         }
     }
 
-    fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
+    fn dequeue_parsed(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
         let d = self.fifo.pop()?;
         if self.fifo.is_empty() {
             self.idle_since = Some(now);

@@ -394,6 +394,7 @@ impl Rwm {
     /// [`Rwm::process`] for a packet its caller parsed already (e.g. a
     /// router that parsed it for its own stages): the same, without parsing
     /// again.
+    #[inline]
     pub fn process_parsed(
         &mut self,
         now: Instant,
@@ -425,7 +426,7 @@ impl Rwm {
     ) {
         // Between the two passes only what the common case needs is kept
         // ([`Quick`]: the packet's layout, the fingerprint and three header
-        // fields, 40 bytes); anything else reads RWM's facts from the
+        // fields, 32 bytes); anything else reads RWM's facts from the
         // layout again (keeping whole parsed headers in an array cost
         // more, in store-forwarding stalls, than the misses it saved).
         let mut packets = packets.into_iter();

@@ -45,10 +45,12 @@ impl ConnKey {
     /// and which endpoint sent it: the key's `high` (1) or `low` (0).
     #[inline]
     pub(crate) fn of(seg: &wire::Segment<'_>, sport: u16, dport: u16) -> Option<(ConnKey, usize)> {
-        match (seg.ipv4_addrs(), seg.ipv6_addrs()) {
-            (Some((src, dst)), _) => Some(Self::v4(src, dst, sport, dport)),
-            (_, Some((src, dst))) => Some(Self::v6(src, dst, sport, dport)),
-            _ => None,
+        match seg.ipv4_addrs() {
+            Some((src, dst)) => Some(Self::v4(src, dst, sport, dport)),
+            None => {
+                let (src, dst) = seg.ipv6_addrs()?;
+                Some(Self::v6(src, dst, sport, dport))
+            }
         }
     }
 
@@ -134,24 +136,16 @@ pub(crate) fn of_view(seg: &wire::Segment<'_>) -> Result<TcpSeg, Skip> {
     if proto != PROTO_TCP {
         return Err(Skip::NotTcp);
     }
-    let (Some((sport, dst_port)), Some(flags), Some(seq), Some(ack), Some(window)) = (
-        seg.ports(),
-        seg.tcp_flags(),
-        seg.tcp_seq(),
-        seg.tcp_ack(),
-        seg.tcp_window(),
-    ) else {
-        return Err(Skip::Malformed);
-    };
-    let (key, from) = ConnKey::of(seg, sport, dst_port).ok_or(Skip::Malformed)?;
+    let h = seg.tcp_header().ok_or(Skip::Malformed)?;
+    let (key, from) = ConnKey::of(seg, h.src_port, h.dst_port).ok_or(Skip::Malformed)?;
     Ok(TcpSeg {
         key,
         from,
-        flags,
-        seq,
-        ack,
-        dst_port,
-        window,
+        flags: h.flags,
+        seq: h.seq,
+        ack: h.ack,
+        dst_port: h.dst_port,
+        window: h.window,
         #[cfg(test)]
         tcp_at: _tcp_at,
     })

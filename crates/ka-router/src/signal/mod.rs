@@ -17,9 +17,10 @@
 //! classifier's one parse of it ([`ka_codec::wire::Segment`]),
 //! [`Signaller::on_queue`] after every enqueue attempt,
 //! [`Signaller::on_dequeue`] for every packet leaving the discipline (the
-//! stage returns the piece or pieces to serialise; a stage that reads its
-//! headers parses it once there and hands that view to everything it does
-//! with the packet), and
+//! stage returns the piece or pieces to serialise; the classifier's parse
+//! comes with it when the discipline kept it, else a stage that reads the
+//! headers parses it once there, and either way hands that one view to
+//! everything it does with the packet), and
 //! [`Signaller::on_timer`] at [`Signaller::next_timer`] — which comes
 //! before a dequeue due at the same instant. A stage never reads a clock.
 
@@ -33,7 +34,7 @@ pub use xcp::{XcpInterval, XcpSignal};
 use std::time::Duration;
 
 use ka_codec::Code;
-use ka_codec::wire::{Segment, SegmentMut};
+use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use crate::classify::PacketKind;
 use crate::mode::Mode;
@@ -81,11 +82,16 @@ pub trait Signaller: Send {
     fn on_timer(&mut self, t: Nanos, horizon: Nanos, q: QueueState);
 
     /// `packet` left the queue discipline at `t`, leaving `q` behind:
-    /// returns what goes on the wire.
+    /// returns what goes on the wire. `layout` is the classifier's parse of
+    /// it when the discipline kept it
+    /// ([`QueueDiscipline::dequeue_parsed`](crate::QueueDiscipline::dequeue_parsed));
+    /// `None` for non-IP packets and disciplines that do not keep it, and
+    /// then a stage that reads the headers parses the packet once itself.
     fn on_dequeue(
         &mut self,
         t: Nanos,
         packet: Vec<u8>,
+        layout: Option<Layout>,
         q: QueueState,
         counters: &mut Counters,
     ) -> Pieces;

@@ -315,13 +315,22 @@ impl RateSignal {
         self.table.as_ref()?.encode(r)
     }
 
-    /// Per-packet signalling on dequeue: the packet is parsed once here and
-    /// that parse serves the controller, the carrier and stamping.
-    fn egress(&mut self, t: Nanos, mut packet: Vec<u8>, counters: &mut Counters) -> Pieces {
+    /// Per-packet signalling on dequeue: the classifier's parse (`parsed`,
+    /// if the queue discipline kept it) or one parse here serves the
+    /// controller, the carrier and stamping.
+    fn egress(
+        &mut self,
+        t: Nanos,
+        mut packet: Vec<u8>,
+        parsed: Option<Layout>,
+        counters: &mut Counters,
+    ) -> Pieces {
+        // The classifier's parse, or the one parse here.
+        let parse = |packet: &[u8]| parsed.map_or_else(|| Layout::parse(packet), Ok);
         match self.carrier {
             Carrier::None | Carrier::Xcp => (packet, None),
             Carrier::NativeRcp => {
-                let Ok(layout) = Layout::parse(&packet) else {
+                let Ok(layout) = parse(&packet) else {
                     // Not IP: no option to lower.
                     let _ = self.egress_rate(t, &packet, None);
                     return (packet, None);
@@ -340,7 +349,7 @@ impl RateSignal {
                 if self.mode.mode() == Mode::Tcp {
                     return (packet, None);
                 }
-                let layout = Layout::parse(&packet);
+                let layout = parse(&packet);
                 let seg = layout.ok().map(|l| Segment::with_layout(&packet, l));
                 let r = self.egress_rate(t, &packet, seg.as_ref());
                 let Some(code) = self.signal_at(r) else {
@@ -458,6 +467,7 @@ impl Signaller for RateSignal {
         &mut self,
         t: Nanos,
         packet: Vec<u8>,
+        layout: Option<Layout>,
         q: QueueState,
         counters: &mut Counters,
     ) -> Pieces {
@@ -465,7 +475,7 @@ impl Signaller for RateSignal {
         if self.is_ka() {
             self.mode_on_queue(t, q.packets);
         }
-        self.egress(t, packet, counters)
+        self.egress(t, packet, layout, counters)
     }
 
     /// C, the ceiling and the queue target follow the new capacity; R

@@ -53,8 +53,7 @@ pub(crate) fn of_segment(seg: &Segment<'_>) -> Option<EchoSegment> {
     if seg.is_fragment() || seg.has_fragment_header() {
         return None;
     }
-    let flags = seg.tcp_flags()?;
-    if flags & ACK == 0 {
+    if seg.tcp_header()?.flags & ACK == 0 {
         return None;
     }
     let flow = seg.flow_key()?.reversed();

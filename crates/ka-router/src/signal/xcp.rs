@@ -79,7 +79,7 @@
 use std::any::Any;
 use std::time::Duration;
 
-use ka_codec::wire::Segment;
+use ka_codec::wire::{Layout, Segment};
 use ka_codec::xcp_option::{self, Lowered};
 
 use super::{Pieces, QueueState, Signaller};
@@ -370,14 +370,16 @@ impl Signaller for XcpSignal {
         &mut self,
         _t: Nanos,
         mut packet: Vec<u8>,
+        layout: Option<Layout>,
         q: QueueState,
         counters: &mut Counters,
     ) -> Pieces {
         self.persistent.observe(q.bytes);
-        // The one parse of the packet on its way out.
-        let Ok(seg) = Segment::parse(&packet) else {
+        // The classifier's parse, or the one parse here.
+        let Ok(layout) = layout.map_or_else(|| Layout::parse(&packet), Ok) else {
             return (packet, None);
         };
+        let seg = Segment::with_layout(&packet, layout);
         let Ok(Some((at, opt))) = xcp_option::find_in_segment(&seg) else {
             return (packet, None);
         };

@@ -199,3 +199,9 @@ fn with_layout_on_other_bytes_never_panics() {
         let _ = (m.set_tcp_window(3), m.patch_tcp_options(0, &[2, 2]));
     }
 }
+
+#[test]
+fn layout_is_small_plain_data() {
+    // The module docs promise 20 bytes (it travels next to owned buffers).
+    assert_eq!(core::mem::size_of::<Layout>(), 20);
+}
