@@ -54,6 +54,16 @@
 //! ([`Rwm::process_batch`]) and still give exactly what
 //! [`Router::handle_packet`] gives one by one.
 //!
+//! # One parse
+//!
+//! A packet is parsed once, on arrival ([`ka_codec::wire::Layout::parse`]),
+//! and that parse is handed to the reverse path
+//! ([`Port::on_reverse_segment`]), RWM ([`Rwm::process_parsed`],
+//! [`Rwm::process_batch_parsed`]) and the egress port
+//! ([`Port::push_parsed`]), whose queue keeps it with the packet for the
+//! signalling stage on dequeue. Every rewrite on the way changes field
+//! values only, never a header length or offset, so the parse stays valid.
+//!
 //! # Driving it
 //!
 //! Two ways, with the same packets at the same instants:
@@ -87,6 +97,8 @@ pub use routes::{AddressTable, NO_ROUTE, Routes};
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use ka_codec::wire::{Layout, SegmentMut};
+
 use crate::port::{Port, PushOutcome};
 use crate::rwm::{Rwm, RwmStats, Side};
 
@@ -116,6 +128,8 @@ struct Batched {
     now: Instant,
     ingress: usize,
     egress: Option<usize>,
+    /// The one parse of `packet` (`None`: not IP).
+    layout: Option<Layout>,
     packet: Vec<u8>,
 }
 
@@ -311,11 +325,22 @@ impl Router {
             self.counters.unroutable += 1;
             return Some(packet);
         };
-        self.reverse_path(now, ingress, egress, &mut packet);
+        // The one parse of this packet: every stage below takes it (their
+        // rewrites change no header length or offset, so it stays valid).
+        let layout = Layout::parse(&packet).ok();
+        self.reverse_path(now, ingress, egress, &mut packet, layout);
         if let Some(rwm) = &mut self.rwm {
-            rwm.process(now, side(&self.rwm_reverse, egress), &mut packet);
+            let side = side(&self.rwm_reverse, egress);
+            match layout {
+                Some(l) => {
+                    rwm.process_parsed(now, side, &mut SegmentMut::with_layout(&mut packet, l));
+                }
+                None => {
+                    rwm.process(now, side, &mut packet);
+                }
+            }
         }
-        self.enter(now, egress, packet)
+        self.enter(now, egress, packet, layout)
     }
 
     /// The packets read together (each with its time and ingress, in
@@ -334,32 +359,37 @@ impl Router {
         let routes = &self.routes;
         batch.extend(arrivals.into_iter().map(|(now, ingress, packet)| Batched {
             egress: routes.egress(ingress, &packet),
+            layout: Layout::parse(&packet).ok(),
             now,
             ingress,
             packet,
         }));
         if let Some(rwm) = &mut self.rwm {
             let reverse = &self.rwm_reverse;
-            rwm.process_batch(
-                batch.iter_mut().filter_map(|b| {
-                    Some((b.now, side(reverse, b.egress?), b.packet.as_mut_slice()))
-                }),
-            );
+            rwm.process_batch_parsed(batch.iter_mut().filter_map(|b| {
+                Some((
+                    b.now,
+                    side(reverse, b.egress?),
+                    b.packet.as_mut_slice(),
+                    b.layout,
+                ))
+            }));
         }
         for b in batch.drain(..) {
             let Batched {
                 now,
                 ingress,
                 egress,
+                layout,
                 mut packet,
             } = b;
             let Some(egress) = egress else {
                 self.counters.unroutable += 1;
                 continue;
             };
-            self.reverse_path(now, ingress, egress, &mut packet);
+            self.reverse_path(now, ingress, egress, &mut packet, layout);
             // Counted when the egress does not exist; nothing to give back.
-            let _ = self.enter(now, egress, packet);
+            let _ = self.enter(now, egress, packet, layout);
         }
         self.batch = batch;
     }
@@ -451,7 +481,14 @@ impl Router {
 
     /// The reverse path: the port towards `packet`'s source (if another
     /// than its egress) sees it and may lower its rate echo.
-    fn reverse_path(&mut self, now: Instant, ingress: usize, egress: usize, packet: &mut [u8]) {
+    fn reverse_path(
+        &mut self,
+        now: Instant,
+        ingress: usize,
+        egress: usize,
+        packet: &mut [u8],
+        layout: Option<Layout>,
+    ) {
         if !self.any_reverse {
             return;
         }
@@ -464,14 +501,28 @@ impl Router {
         if let Some(Interface::Port(slot)) = self.interfaces.get_mut(back)
             && slot.port.wants_reverse()
         {
-            slot.port.on_reverse(now, packet);
+            match layout {
+                Some(l) => {
+                    slot.port
+                        .on_reverse_segment(now, &mut SegmentMut::with_layout(packet, l));
+                }
+                None => {
+                    slot.port.on_reverse(now, packet);
+                }
+            }
             self.pending.push(back);
         }
     }
 
     /// `packet` enters interface `egress`. Returns it if there is no such
     /// interface (counted as unroutable).
-    fn enter(&mut self, now: Instant, egress: usize, packet: Vec<u8>) -> Option<Vec<u8>> {
+    fn enter(
+        &mut self,
+        now: Instant,
+        egress: usize,
+        packet: Vec<u8>,
+        layout: Option<Layout>,
+    ) -> Option<Vec<u8>> {
         match self.interfaces.get_mut(egress) {
             Some(Interface::Port(slot)) => {
                 let followed = slot.hook.as_mut().and_then(|h| h.follow(now, &packet));
@@ -483,7 +534,10 @@ impl Router {
                     }
                     None => 0,
                 };
-                let outcome = slot.port.push(now, packet);
+                let outcome = match layout {
+                    Some(l) => slot.port.push_parsed(now, packet, l),
+                    None => slot.port.push(now, packet),
+                };
                 if let (Some(hook), Some(note)) = (slot.hook.as_mut(), followed) {
                     hook.on_push(now, note, ahead, outcome);
                 }

@@ -424,6 +424,20 @@ impl Rwm {
         &mut self,
         packets: impl IntoIterator<Item = (Instant, Side, &'p mut [u8])>,
     ) {
+        self.process_batch_parsed(
+            packets
+                .into_iter()
+                .map(|(now, side, packet)| (now, side, packet, None)),
+        );
+    }
+
+    /// [`Rwm::process_batch`] for packets their caller parsed already: each
+    /// comes with [`Layout::parse`] of its bytes (`None`: not parsed, or not
+    /// IP), which this stage then takes instead of parsing again.
+    pub fn process_batch_parsed<'p>(
+        &mut self,
+        packets: impl IntoIterator<Item = (Instant, Side, &'p mut [u8], Option<Layout>)>,
+    ) {
         // Between the two passes only what the common case needs is kept
         // ([`Quick`]: the packet's layout, the fingerprint and three header
         // fields, 32 bytes); anything else reads RWM's facts from the
@@ -435,10 +449,10 @@ impl Rwm {
             let mut quick = [None::<Quick>; BATCH];
             let mut n = 0;
             for (item, q) in items.iter_mut().zip(&mut quick) {
-                let Some((now, side, packet)) = packets.next() else {
+                let Some((now, side, packet, parsed)) = packets.next() else {
                     break;
                 };
-                if let Ok(layout) = Layout::parse(packet)
+                if let Some(layout) = parsed.or_else(|| Layout::parse(packet).ok())
                     && let Ok(seg) = segment::of_view(&Segment::with_layout(packet, layout))
                 {
                     let fp = self.table.fingerprint(&seg.key);
