@@ -26,7 +26,7 @@
 
 use std::time::Duration;
 
-use crate::config::RcpConfig;
+use rcp::RcpConfig;
 
 pub mod crowd;
 pub mod echo;

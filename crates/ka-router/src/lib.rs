@@ -105,6 +105,7 @@ pub mod aggregate;
 mod classify;
 pub mod config;
 pub mod controller;
+mod error;
 pub mod mode;
 mod native;
 pub mod persist;

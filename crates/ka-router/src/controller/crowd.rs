@@ -38,9 +38,9 @@ use std::time::Duration;
 
 use super::follow::{self, Core, Ewma, FULL_LOAD, Following, GAIN, Y_TAU};
 use super::packet::PacketInfo;
+use super::rcp::RcpConfig;
 use super::table::packets_at;
 use super::{ControllerConfig, Measurement, RateController};
-use crate::config::RcpConfig;
 pub use config::{CrowdConfig, CrowdStats, DEFAULT_CAUTION, DEFAULT_MAX_FLOWS};
 use flows::{Active, Flow, Flows, Phase};
 

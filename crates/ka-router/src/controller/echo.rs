@@ -33,9 +33,9 @@ use std::time::Duration;
 
 use super::follow::{self, Core, FULL_LOAD, Following, GAIN, Y_TAU};
 use super::packet::{FlowKey, PacketInfo};
+use super::rcp::RcpConfig;
 use super::table::{Table, Totals, add, add_sum};
 use super::{ControllerConfig, Measurement, RateController};
-use crate::config::RcpConfig;
 
 /// An echo below this share of the port's ceiling was lowered by another
 /// router.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::Measurement;
 use super::packet::{PacketInfo, TcpInfo};
+use super::rcp::RcpConfig;
 use super::rcp::{LawInput, MIN_RTT_MS, RcpLoop};
-use crate::config::RcpConfig;
 
 /// Time constant of the rate estimates of unfollowed traffic.
 pub(super) const Y_TAU: Duration = Duration::from_millis(10);

@@ -3,8 +3,143 @@
 
 use std::time::Duration;
 
+use ka_codec::scale::Scale;
+
 use super::{Measurement, RateController};
-use crate::config::{RcpConfig, RcpUpdate};
+
+/// Which queue length q the RCP update sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum QueueMeasure {
+    /// The queue when the control interval ends (DESIGN §4.3, the ns-2
+    /// reference code). The default.
+    #[default]
+    Now,
+    /// The *persistent* queue: the smallest queue seen during the last
+    /// average RTT d (whole control intervals, at most
+    /// [`MAX_WINDOW_INTERVALS`](crate::persist::MAX_WINDOW_INTERVALS) of
+    /// them). This is XCP's q ("the queue that does not drain within a
+    /// round trip", Katabi et al. 2002; eq. 1 of the XCP-vs-RCP seed
+    /// paper), and what RCP's drain term β·q/d is for. The `ka-router`
+    /// binary uses it (see [`RcpConfig::queue_target`] for why).
+    Persistent,
+}
+
+/// How [`Rcp`](crate::Rcp) turns one control interval's measurement into
+/// the new rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum RcpUpdate {
+    /// `R ← R · (1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`: DESIGN §4.3 and
+    /// the ns-2 reference code, literally. When `x ≤ −1` (a queue of about
+    /// a bandwidth-delay product when T = d) R drops to R_min in one step.
+    Linear,
+    /// `R ← R · eˣ`: the exact solution over T of RCP's own fluid model
+    /// `dR/dt = R·(α(C − y) − βq/d)/(d·C)` with the interval's y and q.
+    /// The same as [`RcpUpdate::Linear`] to first order in x, so wherever
+    /// T ≪ d (the paper's 100 ms RTTs: T = d/10, |x| of a few hundredths)
+    /// the two agree to a fraction of a percent per interval; at small
+    /// RTTs, where T = d and x reaches −1 and below, it never overshoots
+    /// to R_min. The default; see the crate docs ("Small RTTs").
+    #[default]
+    Exponential,
+}
+
+/// Knobs of the RCP controller (DESIGN §4.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+pub struct RcpConfig {
+    /// α, weight of the spare-capacity term. Default 0.1.
+    pub alpha: f64,
+    /// β, weight of the queue-drain term. Default 1.0.
+    pub beta: f64,
+    /// R₀ as a fraction of C. Default 0.05.
+    pub initial_frac: f64,
+    /// R_min in B/ms; R never goes below `min(min_rate, C)`.
+    ///
+    /// Default: the smallest rate the paper scale can encode (R(24) ≈ 15
+    /// B/ms ≈ 120 kbit/s), so a port with KA signalling never goes silent
+    /// because of its own R. It used to be half of that, on the reasoning
+    /// that below the scale the port should stop signalling (senders fall
+    /// back to TCP, paper §II-A) and R would climb back within a few RTTs
+    /// "once the load goes away". But the load that drove R there is the
+    /// port's own KA flows: silenced, they fall back to TCP (DESIGN §5.3,
+    /// "left by silence"), keep the queue standing, and RCP's β·q/d term
+    /// holds R at the floor for as long as those flows last. A flash crowd
+    /// at a small bandwidth-delay product crashes R that far (RCP reacts
+    /// to the transient queue of a join with `e^(−β·q/(C·d))` per RTT);
+    /// on the real testbed at 10 Mbit/s and 100 ms (`ka-testbed heavy`)
+    /// such lock-ins lasted up to 15 s and filled the 1000-packet queue
+    /// (docs/RESULTS.md, "The paper's testbed on real namespaces"). At the
+    /// floor the flows now pace at 120 kbit/s each, the queue drains and R
+    /// recovers; where even that is too much (a fair share below 120
+    /// kbit/s, over 80 flows per 10 Mbit/s), the queue overflows and the
+    /// senders fall back to TCP by loss instead of by silence.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::bytes_per_ms"))]
+    pub min_rate: f64,
+    /// Upper bound of the control interval: T = min(d, max_interval).
+    /// Default 10 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
+    pub max_interval: Duration,
+    /// EWMA gain for the RTT estimate d from RTT indicators. Default 0.02.
+    pub rtt_gain: f64,
+    /// Which queue length the update uses. Default [`QueueMeasure::Now`]
+    /// (DESIGN §4.3).
+    pub queue_measure: QueueMeasure,
+    /// A standing queue this long (at C) is free: q in the formula is
+    /// `max(0, q − queue_target · C)`. Default 0 (DESIGN §4.3).
+    ///
+    /// *Why the `ka-router` binary sets 5 ms (and the persistent queue, and
+    /// [`PortConfig::dither`]).* In equilibrium RCP trades queue for spare
+    /// capacity, α·(C − y) = β·q/d: every packet of average q leaves
+    /// `MTU/(α·d·C)` of the link idle — 0.8 % at the paper's 150 Mbit/s and
+    /// 100 ms, but 11.5 % at 20 Mbit/s and d ≈ 50 ms. On a real host
+    /// packets reach the port with scheduling jitter (a paced sender that
+    /// wakes 2–5 ms late either loses that time or catches up in a burst,
+    /// and at 96 % load a burst drains at only 4 % of C), so q is rarely
+    /// zero. With DESIGN's rules a single paced KA flow through `ka-router
+    /// --rate 20mbit --delay 20ms` got 15–17.7 Mbit/s of the 19.05 its
+    /// headers allow; with the persistent queue, a 5 ms target and
+    /// dithering it gets 18.2–18.6 (ka-endpoint's `netns` test). The
+    /// simulator has no jitter and keeps DESIGN's rules by default (its
+    /// scenarios can set all three).
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
+    pub queue_target: Duration,
+    /// How an interval's measurement updates R. Default
+    /// [`RcpUpdate::Exponential`] (a deviation from DESIGN §4.3's literal
+    /// formula, [`RcpUpdate::Linear`]; see there).
+    pub update: RcpUpdate,
+}
+
+impl Default for RcpConfig {
+    fn default() -> Self {
+        Self {
+            alpha: 0.1,
+            beta: 1.0,
+            initial_frac: 0.05,
+            // A hair above R(24), so that float rounding never makes it
+            // encode below the smallest code.
+            min_rate: Scale::PAPER.rate_of_len(Scale::PAPER.min_len as usize) * (1.0 + 1e-9),
+            max_interval: Duration::from_millis(10),
+            rtt_gain: 0.02,
+            queue_measure: QueueMeasure::Now,
+            queue_target: Duration::ZERO,
+            update: RcpUpdate::Exponential,
+        }
+    }
+}
 
 /// The smallest d the law divides by (1 ns, in ms): guards against a zero
 /// RTT producing infinities.

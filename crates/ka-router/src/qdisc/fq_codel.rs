@@ -52,7 +52,7 @@ use super::codel::{CodelParams, CodelQueue, CodelVars};
 use super::flow_hash::{bucket, flow_hash};
 use super::rng::SplitMix64;
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::time::duration_ns;
 
 /// The most flow queues a discipline will allocate (Linux's limit too).

@@ -196,7 +196,7 @@ impl QdiscConfig {
 
     /// Checks the knobs ([`RedConfig::validate`],
     /// [`FqCodelConfig::validate`]).
-    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
         match self {
             QdiscConfig::DropTail => Ok(()),
             QdiscConfig::Red(c) => c.validate(),

@@ -48,7 +48,7 @@ use ka_codec::wire::ecn::{MarkOutcome, mark_ce};
 use super::droptail::Fifo;
 use super::rng::SplitMix64;
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// RED's knobs (DESIGN §8.2; defaults as the XCP-vs-RCP seed §5.1 uses it).
 /// Thresholds are in packets (the average queue is in packets).
