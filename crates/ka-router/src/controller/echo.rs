@@ -401,7 +401,7 @@ impl RateController for Echo {
         self.core.rate
     }
 
-    /// Sets κ so that R is `rate` ([`follow::restore`]).
+    /// Sets κ so that R is `rate` (`follow::restore`).
     fn restore(&mut self, rate: f64) {
         follow::restore(self, rate);
     }
