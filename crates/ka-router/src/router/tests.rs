@@ -1,6 +1,8 @@
 use std::time::{Duration, Instant};
 
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::checksum;
+use ka_codec::wire::tcp::TcpRepr;
 
 use super::*;
 use crate::rwm::{RwmClass, RwmConfig};
@@ -19,29 +21,23 @@ fn seg(
     opts: &[u8],
     payload: usize,
 ) -> Vec<u8> {
-    let hl = 20 + opts.len();
-    let total = 20 + hl + payload;
-    let mut p = vec![0u8; total];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 6;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&p[..20]);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p[20..22].copy_from_slice(&ports.0.to_be_bytes());
-    p[22..24].copy_from_slice(&ports.1.to_be_bytes());
-    p[24..28].copy_from_slice(&seq.to_be_bytes());
-    p[28..32].copy_from_slice(&ack.to_be_bytes());
-    p[32] = ((hl / 4) as u8) << 4;
-    p[33] = flags;
-    p[34..36].copy_from_slice(&65535u16.to_be_bytes());
-    p[40..40 + opts.len()].copy_from_slice(opts);
-    let pseudo = checksum::pseudo_v4(src, dst, 6, (total - 20) as u32);
-    let c = checksum::finish(checksum::sum(&p[20..], pseudo));
-    p[36..38].copy_from_slice(&c.to_be_bytes());
-    p
+    let tcp = TcpRepr {
+        src_port: ports.0,
+        dst_port: ports.1,
+        seq,
+        ack,
+        flags,
+        window: 65535,
+        ..TcpRepr::default()
+    };
+    let payload = vec![0u8; payload];
+    TcpSegment {
+        raw_tcp_options: opts,
+        payload: &payload,
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+    }
+    .to_vec()
+    .unwrap()
 }
 
 fn tcp_checksum_ok(p: &[u8]) -> bool {

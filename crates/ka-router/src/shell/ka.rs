@@ -147,7 +147,9 @@ impl Forwarder for KaPorts {
 mod tests {
     use super::*;
     use crate::{ControllerKind, EchoConfig};
+    use ka_codec::wire::build::{Addrs, TcpSegment};
     use ka_codec::wire::checksum;
+    use ka_codec::wire::tcp::TcpRepr;
     use std::time::Duration;
 
     /// An IPv4 TCP segment with valid checksums.
@@ -160,26 +162,20 @@ mod tests {
         opts: &[u8],
         payload: usize,
     ) -> Vec<u8> {
-        let hl = 20 + opts.len();
-        let total = 20 + hl + payload;
-        let mut p = vec![0u8; total];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&src);
-        p[16..20].copy_from_slice(&dst);
-        let c = checksum::checksum(&p[..20]);
-        p[10..12].copy_from_slice(&c.to_be_bytes());
-        p[20..22].copy_from_slice(&sport.to_be_bytes());
-        p[22..24].copy_from_slice(&dport.to_be_bytes());
-        p[32] = ((hl / 4) as u8) << 4;
-        p[33] = flags;
-        p[40..40 + opts.len()].copy_from_slice(opts);
-        let pseudo = checksum::pseudo_v4(src, dst, 6, (total - 20) as u32);
-        let c = checksum::finish(checksum::sum(&p[20..], pseudo));
-        p[36..38].copy_from_slice(&c.to_be_bytes());
-        p
+        let tcp = TcpRepr {
+            src_port: sport,
+            dst_port: dport,
+            flags,
+            ..TcpRepr::default()
+        };
+        let payload = vec![0u8; payload];
+        TcpSegment {
+            raw_tcp_options: opts,
+            payload: &payload,
+            ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+        }
+        .to_vec()
+        .unwrap()
     }
 
     const A: [u8; 4] = [10, 0, 0, 1];
