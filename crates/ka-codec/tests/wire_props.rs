@@ -241,6 +241,21 @@ fn arb_options() -> impl Strategy<Value = TcpOptions> {
         })
 }
 
+/// `repr` and `payload` emitted between two fixed IPv4 or (`v6`) IPv6
+/// addresses, with the pseudo-header sum its checksum covers. Panics unless
+/// `emit` writes exactly the header and the payload.
+fn emit_tcp(repr: &TcpRepr, payload: &[u8], v6: bool) -> (Vec<u8>, u32) {
+    let len = repr.header_len() + payload.len();
+    let pseudo = if v6 {
+        pseudo_v6([1; 16], [2; 16], 6, len as u32)
+    } else {
+        pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
+    };
+    let mut buf = vec![0u8; len];
+    assert_eq!(repr.emit(&mut buf, payload, pseudo).unwrap(), len);
+    (buf, pseudo)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -321,14 +336,7 @@ proptest! {
         v6 in any::<bool>(),
     ) {
         let repr = TcpRepr { src_port: ports.0, dst_port: ports.1, seq, ack, flags, window, urgent, options };
-        let len = repr.header_len() + payload.len();
-        let pseudo = if v6 {
-            pseudo_v6([1; 16], [2; 16], 6, len as u32)
-        } else {
-            pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
-        };
-        let mut buf = vec![0u8; len];
-        prop_assert_eq!(repr.emit(&mut buf, &payload, pseudo).unwrap(), len);
+        let (buf, pseudo) = emit_tcp(&repr, &payload, v6);
         let p = TcpPacket::new_checked(&buf[..]).unwrap();
         prop_assert!(p.verify_checksum(pseudo));
         prop_assert_eq!(p.payload(), &payload[..]);
@@ -353,14 +361,7 @@ proptest! {
         v6 in any::<bool>(),
     ) {
         let repr = TcpRepr { src_port: 80, dst_port: 40_000, seq, ack: 1, flags, window, urgent: 0, options };
-        let len = repr.header_len() + payload.len();
-        let pseudo = if v6 {
-            pseudo_v6([1; 16], [2; 16], 6, len as u32)
-        } else {
-            pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
-        };
-        let mut buf = vec![0u8; len];
-        repr.emit(&mut buf, &payload, pseudo).unwrap();
+        let (mut buf, pseudo) = emit_tcp(&repr, &payload, v6);
         let before = buf.clone();
         let mut p = TcpPacket::new_checked(&mut buf[..]).unwrap();
         prop_assert_eq!(p.set_window_incremental(new_window), window);
