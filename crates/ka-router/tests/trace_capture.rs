@@ -38,14 +38,8 @@ fn packet(
     ident: u16,
 ) -> Vec<u8> {
     let t = TcpRepr {
-        src_port: sport,
-        dst_port: dport,
-        seq,
-        ack,
-        flags,
-        window: 1000,
-        urgent: 0,
         options,
+        ..TcpRepr::new(sport, dport, seq, ack, flags, 1000)
     };
     let seg_len = t.header_len() + payload.len();
     let mut p = vec![0u8; 20 + seg_len];

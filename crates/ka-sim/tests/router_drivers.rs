@@ -49,15 +49,7 @@ fn seg(
     opts: &[u8],
     payload: usize,
 ) -> Vec<u8> {
-    let tcp = TcpRepr {
-        src_port: sport,
-        dst_port: dport,
-        seq,
-        ack,
-        flags,
-        window: 65535,
-        ..TcpRepr::default()
-    };
+    let tcp = TcpRepr::new(sport, dport, seq, ack, flags, 65535);
     let payload: Vec<u8> = (0..payload).map(|k| k as u8).collect();
     TcpSegment {
         raw_tcp_options: opts,

@@ -21,15 +21,7 @@ fn seg(
     opts: &[u8],
     payload: usize,
 ) -> Vec<u8> {
-    let tcp = TcpRepr {
-        src_port: ports.0,
-        dst_port: ports.1,
-        seq,
-        ack,
-        flags,
-        window: 65535,
-        ..TcpRepr::default()
-    };
+    let tcp = TcpRepr::new(ports.0, ports.1, seq, ack, flags, 65535);
     let payload = vec![0u8; payload];
     TcpSegment {
         raw_tcp_options: opts,

@@ -84,14 +84,8 @@ impl Conn {
             (self.b, self.a, self.pb, self.pa)
         };
         let tcp = TcpRepr {
-            src_port: sp,
-            dst_port: dp,
-            seq,
-            ack,
-            flags,
-            window,
-            urgent: 0,
             options,
+            ..TcpRepr::new(sp, dp, seq, ack, flags, window)
         };
         let data: Vec<u8> = (0..payload).map(|i| (i * 13) as u8).collect();
         // the IP options of `ip_opts`: three NOPs and an EOL (IPv4), an
