@@ -11,7 +11,26 @@ use crate::{ControllerKind, EchoConfig, PortConfig, Signalling};
 const SYN: u8 = 0x02;
 const ACK: u8 = 0x10;
 
-/// An IPv4 TCP segment with valid checksums (DF clear).
+/// An IPv4 segment with header `tcp`, raw TCP options `opts` and `payload`
+/// zero bytes, valid checksums, DF clear (also for the shell's tests).
+pub(crate) fn tcp_v4(
+    src: [u8; 4],
+    dst: [u8; 4],
+    tcp: TcpRepr,
+    opts: &[u8],
+    payload: usize,
+) -> Vec<u8> {
+    let payload = vec![0u8; payload];
+    TcpSegment {
+        raw_tcp_options: opts,
+        payload: &payload,
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+    }
+    .to_vec()
+    .unwrap()
+}
+
+/// [`tcp_v4`] with window 65535.
 fn seg(
     src: [u8; 4],
     dst: [u8; 4],
@@ -22,14 +41,7 @@ fn seg(
     payload: usize,
 ) -> Vec<u8> {
     let tcp = TcpRepr::new(ports.0, ports.1, seq, ack, flags, 65535);
-    let payload = vec![0u8; payload];
-    TcpSegment {
-        raw_tcp_options: opts,
-        payload: &payload,
-        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
-    }
-    .to_vec()
-    .unwrap()
+    tcp_v4(src, dst, tcp, opts, payload)
 }
 
 fn tcp_checksum_ok(p: &[u8]) -> bool {

@@ -146,37 +146,11 @@ impl Forwarder for KaPorts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::router::tests::tcp_v4;
     use crate::{ControllerKind, EchoConfig};
-    use ka_codec::wire::build::{Addrs, TcpSegment};
     use ka_codec::wire::checksum;
     use ka_codec::wire::tcp::TcpRepr;
     use std::time::Duration;
-
-    /// An IPv4 TCP segment with valid checksums.
-    fn seg(
-        src: [u8; 4],
-        dst: [u8; 4],
-        sport: u16,
-        dport: u16,
-        flags: u8,
-        opts: &[u8],
-        payload: usize,
-    ) -> Vec<u8> {
-        let tcp = TcpRepr {
-            src_port: sport,
-            dst_port: dport,
-            flags,
-            ..TcpRepr::default()
-        };
-        let payload = vec![0u8; payload];
-        TcpSegment {
-            raw_tcp_options: opts,
-            payload: &payload,
-            ..TcpSegment::new(Addrs::V4(src, dst), tcp)
-        }
-        .to_vec()
-        .unwrap()
-    }
 
     const A: [u8; 4] = [10, 0, 0, 1];
     const B: [u8; 4] = [10, 0, 0, 2];
@@ -205,26 +179,26 @@ mod tests {
         through(
             &mut k,
             Direction::Forward,
-            seg(A, B, 40000, 5001, 0x02, &[], 0),
+            tcp_v4(A, B, TcpRepr::new(40000, 5001, 0, 0, 0x02, 0), &[], 0),
             &mut t,
         );
         through(
             &mut k,
             Direction::Reverse,
-            seg(B, A, 5001, 40000, 0x12, &[], 0),
+            tcp_v4(B, A, TcpRepr::new(5001, 40000, 0, 0, 0x12, 0), &[], 0),
             &mut t,
         );
         through(
             &mut k,
             Direction::Forward,
-            seg(A, B, 40000, 5001, 0x10, &[], 1000),
+            tcp_v4(A, B, TcpRepr::new(40000, 5001, 0, 0, 0x10, 0), &[], 1000),
             &mut t,
         );
         let echo = [253, 6, 0x4B, 0x41, 185, 1, 1, 1];
         let mut out = through(
             &mut k,
             Direction::Reverse,
-            seg(B, A, 5001, 40000, 0x10, &echo, 0),
+            tcp_v4(B, A, TcpRepr::new(5001, 40000, 0, 0, 0x10, 0), &echo, 0),
             &mut t,
         );
         assert_eq!(out.len(), 1);
