@@ -68,14 +68,8 @@ fn segment(
         options.window_scale = Some(7);
     }
     let tcp = TcpRepr {
-        src_port: sport,
-        dst_port: dport,
-        seq,
-        ack,
-        flags,
-        window,
-        urgent: 0,
         options,
+        ..TcpRepr::new(sport, dport, seq, ack, flags, window)
     };
     let data: Vec<u8> = (0..payload).map(|i| (i * 7) as u8).collect();
     TcpSegment {

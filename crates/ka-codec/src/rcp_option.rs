@@ -10,13 +10,13 @@
 //! Each router lowers `rate` to its own rate if that is smaller, so the path
 //! minimum arrives. [`find_in`] and [`lower_in_place`] walk a whole IPv4
 //! options area (the bytes between the 20-byte fixed header and `IHL·4`)
-//! with the one option walker, [`OptionIter`]; after [`lower_in_place`]
+//! with the one option walker, [`OptionIter`](crate::wire::opts::OptionIter); after [`lower_in_place`]
 //! changed a packet the caller must refresh the IPv4 header checksum.
 //! Nothing here panics or loops forever on any input.
 
 use core::fmt;
 
-use crate::wire::opts::{OptionFault, OptionIter};
+use crate::wire::opts::{OptionFault, find_kind};
 
 /// IPv4 option type of the RCP carrier (RFC 4727 experiment, not copied).
 pub const OPTION_TYPE: u8 = 30;
@@ -50,6 +50,15 @@ pub enum RcpError {
         /// Bytes the buffer has.
         available: usize,
     },
+}
+
+impl From<OptionFault> for RcpError {
+    /// A walk that stops at a length byte below 2 is [`RcpError::BadLength`];
+    /// one that runs out of bytes is [`RcpError::Truncated`].
+    fn from(f: OptionFault) -> Self {
+        f.too_short_len()
+            .map_or(RcpError::Truncated, RcpError::BadLength)
+    }
 }
 
 impl fmt::Display for RcpError {
@@ -148,24 +157,7 @@ impl RcpOption {
 /// before an RCP option is found (an option running past the end, a length
 /// byte below 2), or if the RCP option itself is malformed.
 pub fn find_in(options: &[u8]) -> Result<Option<(usize, RcpOption)>, RcpError> {
-    for opt in OptionIter::new(options) {
-        let opt = opt?;
-        if opt.kind == OPTION_TYPE {
-            return RcpOption::parse(opt.bytes).map(|o| Some((opt.offset, o)));
-        }
-    }
-    Ok(None)
-}
-
-impl From<OptionFault> for RcpError {
-    /// A walk that stops at a length byte below 2 is [`RcpError::BadLength`];
-    /// one that runs out of bytes is [`RcpError::Truncated`].
-    fn from(f: OptionFault) -> Self {
-        match f {
-            OptionFault::TooShort { len, .. } => RcpError::BadLength(len),
-            OptionFault::NoLength { .. } | OptionFault::PastEnd { .. } => RcpError::Truncated,
-        }
-    }
+    find_kind(options, OPTION_TYPE, RcpOption::parse)
 }
 
 /// Lowers the rate of the RCP option in `options` to `my_rate_bytes_per_sec`

@@ -27,7 +27,7 @@
 //! unfragmented packet or a leading fragment carries it.
 //!
 //! Options areas are walked by the one option walker,
-//! [`OptionIter`]. Nothing here panics or loops
+//! [`OptionIter`](crate::wire::opts::OptionIter). Nothing here panics or loops
 //! forever on any input.
 
 use core::fmt;
@@ -36,7 +36,7 @@ use crate::rcp_option::OPT_NOP;
 use crate::wire::WireError;
 use crate::wire::checksum;
 use crate::wire::ipv4::{self, Ipv4Packet};
-use crate::wire::opts::{OptionFault, OptionIter};
+use crate::wire::opts::{OptionFault, find_kind};
 use crate::wire::segment::Segment;
 
 /// IPv4 option type of the XCP carrier (RFC 4727 experiment, not copied).
@@ -77,6 +77,15 @@ pub enum XcpError {
     /// The packet is not a well-formed IPv4 header (packet-level functions
     /// only; see [`Ipv4Packet::new_checked`]).
     Packet(WireError),
+}
+
+impl From<OptionFault> for XcpError {
+    /// A walk that stops at a length byte below 2 is [`XcpError::BadLength`];
+    /// one that runs out of bytes is [`XcpError::Truncated`].
+    fn from(f: OptionFault) -> Self {
+        f.too_short_len()
+            .map_or(XcpError::Truncated, XcpError::BadLength)
+    }
 }
 
 impl fmt::Display for XcpError {
@@ -209,24 +218,7 @@ fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, XcpError> {
 /// malformed before an XCP option is found (an option running past the end,
 /// a length byte below 2), or if the XCP option itself is malformed.
 pub fn find_in(options: &[u8]) -> Result<Option<(usize, XcpOption)>, XcpError> {
-    for opt in OptionIter::new(options) {
-        let opt = opt?;
-        if opt.kind == OPTION_TYPE {
-            return XcpOption::parse(opt.bytes).map(|o| Some((opt.offset, o)));
-        }
-    }
-    Ok(None)
-}
-
-impl From<OptionFault> for XcpError {
-    /// A walk that stops at a length byte below 2 is [`XcpError::BadLength`];
-    /// one that runs out of bytes is [`XcpError::Truncated`].
-    fn from(f: OptionFault) -> Self {
-        match f {
-            OptionFault::TooShort { len, .. } => XcpError::BadLength(len),
-            OptionFault::NoLength { .. } | OptionFault::PastEnd { .. } => XcpError::Truncated,
-        }
-    }
+    find_kind(options, OPTION_TYPE, XcpOption::parse)
 }
 
 /// Lowers `H_feedback` of the XCP option in `options` to `feedback_bytes`

@@ -10,18 +10,19 @@
 //! mutated (truncated, length fields bent, bytes flipped); captured
 //! packets from Linux; and arbitrary bytes.
 
+mod common;
 #[path = "oracle/diff.rs"]
 mod diff;
 
 use std::collections::BTreeSet;
 
+use common::arb_options;
 use diff::{
     Quirk, check_ipv4, check_ipv6, check_option_iter, check_segment, check_tcp, check_tcp_options,
 };
-use ka_codec::options::{KaRate, RcpEcho, XcpEcho};
 use ka_codec::wire::checksum::{self, pseudo_v4};
 use ka_codec::wire::ipv6::FragmentHeader;
-use ka_codec::wire::tcp::{SackBlocks, TcpOptions, TcpRepr};
+use ka_codec::wire::tcp::TcpRepr;
 use proptest::prelude::*;
 
 /// One IPv4 option as bytes: NOP, End, Record Route (7), Timestamp (68),
@@ -174,46 +175,6 @@ fn arb_ipv6() -> impl Strategy<Value = Vec<u8>> {
             p[24..40].copy_from_slice(&dst);
             p.extend(body);
             p
-        })
-}
-
-/// Every TCP option ka emits (as `tests/wire_props.rs` generates them).
-fn arb_options() -> impl Strategy<Value = TcpOptions> {
-    (
-        proptest::option::of(any::<u16>()),
-        proptest::option::of(0u8..=14),
-        any::<bool>(),
-        proptest::collection::vec((any::<u32>(), any::<u32>()), 0..=4),
-        proptest::option::of((any::<u32>(), any::<u32>())),
-        any::<bool>(),
-        proptest::option::of((3u8..=185, any::<u8>())),
-        (any::<bool>(), proptest::option::of(any::<u32>())),
-        (any::<bool>(), proptest::option::of(any::<i32>())),
-    )
-        .prop_map(|(mss, ws, sp, sack, ts, kp, kr, (rp, re), (xp, xe))| {
-            let mut blocks = SackBlocks::new();
-            for (l, r) in sack {
-                blocks.push(l, r);
-            }
-            TcpOptions {
-                mss,
-                window_scale: ws,
-                sack_permitted: sp,
-                sack: blocks,
-                timestamps: ts,
-                ka_permitted: kp,
-                ka_rate: kr.map(|(code, count)| KaRate { code, count }),
-                rcp_permitted: rp && !kp && kr.is_none(),
-                rcp_echo: re
-                    .filter(|_| !kp && kr.is_none())
-                    .map(|rate_bytes_per_sec| RcpEcho { rate_bytes_per_sec }),
-                // XCP options only where no KA/RCP option is (an XCP
-                // connection does neither), as the endpoint emits them.
-                xcp_permitted: xp && !kp && kr.is_none() && !rp && re.is_none(),
-                xcp_echo: xe
-                    .filter(|_| !kp && kr.is_none() && !rp && re.is_none())
-                    .map(|feedback_bytes| XcpEcho { feedback_bytes }),
-            }
         })
 }
 

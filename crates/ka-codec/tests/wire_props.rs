@@ -3,11 +3,13 @@
 //! one-parse [`Segment`] view agrees with the single-header views and with
 //! itself (fast path against the general path).
 
-use ka_codec::options::{KaRate, RcpEcho, XcpEcho};
+mod common;
+
+use common::arb_options;
 use ka_codec::wire::checksum::{self, pseudo_v4, pseudo_v6};
 use ka_codec::wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use ka_codec::wire::ipv6::{self, FragmentHeader, Ipv6Packet};
-use ka_codec::wire::tcp::{SackBlocks, TcpOptions, TcpPacket, TcpRepr};
+use ka_codec::wire::tcp::{TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{FlowKey, Layout, OptionIter, Segment, SegmentMut};
 use proptest::prelude::*;
 
@@ -201,44 +203,19 @@ fn poke_everything(data: &[u8]) {
     );
 }
 
-fn arb_options() -> impl Strategy<Value = TcpOptions> {
-    (
-        proptest::option::of(any::<u16>()),
-        proptest::option::of(0u8..=14),
-        any::<bool>(),
-        proptest::collection::vec((any::<u32>(), any::<u32>()), 0..=4),
-        proptest::option::of((any::<u32>(), any::<u32>())),
-        any::<bool>(),
-        proptest::option::of((3u8..=185, any::<u8>())),
-        (any::<bool>(), proptest::option::of(any::<u32>())),
-        (any::<bool>(), proptest::option::of(any::<i32>())),
-    )
-        .prop_map(|(mss, ws, sp, sack, ts, kp, kr, (rp, re), (xp, xe))| {
-            let mut blocks = SackBlocks::new();
-            for (l, r) in sack {
-                blocks.push(l, r);
-            }
-            TcpOptions {
-                mss,
-                window_scale: ws,
-                sack_permitted: sp,
-                sack: blocks,
-                timestamps: ts,
-                ka_permitted: kp,
-                ka_rate: kr.map(|(code, count)| KaRate { code, count }),
-                // A segment is KA or native RCP, never both (the parser
-                // drops RCP options next to KA ones).
-                rcp_permitted: rp && !kp && kr.is_none(),
-                rcp_echo: re
-                    .filter(|_| !kp && kr.is_none())
-                    .map(|rate_bytes_per_sec| RcpEcho { rate_bytes_per_sec }),
-                // ... and XCP options only without KA and RCP ones.
-                xcp_permitted: xp && !kp && kr.is_none() && !rp && re.is_none(),
-                xcp_echo: xe
-                    .filter(|_| !kp && kr.is_none() && !rp && re.is_none())
-                    .map(|feedback_bytes| XcpEcho { feedback_bytes }),
-            }
-        })
+/// `repr` and `payload` emitted between two fixed IPv4 or (`v6`) IPv6
+/// addresses, with the pseudo-header sum its checksum covers. Panics unless
+/// `emit` writes exactly the header and the payload.
+fn emit_tcp(repr: &TcpRepr, payload: &[u8], v6: bool) -> (Vec<u8>, u32) {
+    let len = repr.header_len() + payload.len();
+    let pseudo = if v6 {
+        pseudo_v6([1; 16], [2; 16], 6, len as u32)
+    } else {
+        pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
+    };
+    let mut buf = vec![0u8; len];
+    assert_eq!(repr.emit(&mut buf, payload, pseudo).unwrap(), len);
+    (buf, pseudo)
 }
 
 proptest! {
@@ -321,14 +298,7 @@ proptest! {
         v6 in any::<bool>(),
     ) {
         let repr = TcpRepr { src_port: ports.0, dst_port: ports.1, seq, ack, flags, window, urgent, options };
-        let len = repr.header_len() + payload.len();
-        let pseudo = if v6 {
-            pseudo_v6([1; 16], [2; 16], 6, len as u32)
-        } else {
-            pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
-        };
-        let mut buf = vec![0u8; len];
-        prop_assert_eq!(repr.emit(&mut buf, &payload, pseudo).unwrap(), len);
+        let (buf, pseudo) = emit_tcp(&repr, &payload, v6);
         let p = TcpPacket::new_checked(&buf[..]).unwrap();
         prop_assert!(p.verify_checksum(pseudo));
         prop_assert_eq!(p.payload(), &payload[..]);
@@ -353,14 +323,7 @@ proptest! {
         v6 in any::<bool>(),
     ) {
         let repr = TcpRepr { src_port: 80, dst_port: 40_000, seq, ack: 1, flags, window, urgent: 0, options };
-        let len = repr.header_len() + payload.len();
-        let pseudo = if v6 {
-            pseudo_v6([1; 16], [2; 16], 6, len as u32)
-        } else {
-            pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, len as u32)
-        };
-        let mut buf = vec![0u8; len];
-        repr.emit(&mut buf, &payload, pseudo).unwrap();
+        let (mut buf, pseudo) = emit_tcp(&repr, &payload, v6);
         let before = buf.clone();
         let mut p = TcpPacket::new_checked(&mut buf[..]).unwrap();
         prop_assert_eq!(p.set_window_incremental(new_window), window);

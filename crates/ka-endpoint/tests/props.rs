@@ -71,16 +71,7 @@ fn segment(
 ) -> Vec<u8> {
     // raw options (cut to a multiple of 4) so malformed ones reach the parser
     let olen = opts.len().min(40) / 4 * 4;
-    let tcp = TcpRepr {
-        src_port: sport,
-        dst_port: dport,
-        seq,
-        ack,
-        flags,
-        window,
-        urgent: 0,
-        options: Default::default(),
-    };
+    let tcp = TcpRepr::new(sport, dport, seq, ack, flags, window);
     TcpSegment {
         ident: 7,
         raw_tcp_options: &opts[..olen],

@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::ipv4::Ipv4Packet;
-use ka_codec::wire::tcp::{ACK, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
+use ka_codec::wire::tcp::{ACK, RST, SYN, TcpPacket, TcpRepr};
 use ka_endpoint::{CloseReason, Event, State};
 use std::time::Duration;
 
@@ -139,16 +139,7 @@ fn forge(
 ) -> Vec<u8> {
     let c = net.a.conn(h).unwrap();
     let (l, r) = (c.local_addr(), c.remote_addr());
-    let repr = TcpRepr {
-        src_port: l.port(),
-        dst_port: r.port(),
-        seq,
-        ack,
-        flags,
-        window: 1000,
-        urgent: 0,
-        options: TcpOptions::default(),
-    };
+    let repr = TcpRepr::new(l.port(), r.port(), seq, ack, flags, 1000);
     TcpSegment {
         ident: 1,
         payload,

@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ka_codec::options::KaRate;
-use ka_codec::wire::checksum::pseudo_v4;
-use ka_codec::wire::ipv4::Ipv4Repr;
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::tcp::{TcpOptions, TcpRepr};
 use ka_codec::{Code, Scale};
 use ka_router::shell::pcap::PcapSink;
@@ -23,6 +22,7 @@ use proptest::prelude::*;
 const A: [u8; 4] = [10, 0, 0, 1];
 const B: [u8; 4] = [10, 0, 0, 2];
 
+/// A TCP/IPv4 segment with window 1000, TTL 64, DSCP/ECN 0.
 #[allow(clippy::too_many_arguments)]
 fn packet(
     src: [u8; 4],
@@ -37,39 +37,36 @@ fn packet(
     df: bool,
     ident: u16,
 ) -> Vec<u8> {
-    let t = TcpRepr {
-        src_port: sport,
-        dst_port: dport,
-        seq,
-        ack,
-        flags,
-        window: 1000,
-        urgent: 0,
+    let tcp = TcpRepr {
         options,
+        ..TcpRepr::new(sport, dport, seq, ack, flags, 1000)
     };
-    let seg_len = t.header_len() + payload.len();
-    let mut p = vec![0u8; 20 + seg_len];
-    Ipv4Repr {
-        src,
-        dst,
-        protocol: 6,
-        ttl: 64,
+    TcpSegment {
         ident,
         dont_frag: df,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: 0,
-        payload_len: seg_len,
-    }
-    .emit(&mut p)
-    .unwrap();
-    t.emit(
-        &mut p[20..],
         payload,
-        pseudo_v4(src, dst, 6, seg_len as u32),
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+    }
+    .to_vec()
+    .unwrap()
+}
+
+/// A data segment (or FIN) of the connection from A:4000 to B:5001,
+/// acknowledging 901, without options.
+fn a_to_b(seq: u32, flags: u8, payload: &[u8], df: bool, ident: u16) -> Vec<u8> {
+    packet(
+        A,
+        B,
+        4000,
+        5001,
+        seq,
+        901,
+        flags,
+        TcpOptions::default(),
+        payload,
+        df,
+        ident,
     )
-    .unwrap();
-    p
 }
 
 const DATA: usize = 1460;
@@ -93,40 +90,13 @@ fn ka_flow() -> Vec<(Duration, Vec<u8>)> {
             ms(40),
             packet(B, A, 5001, 4000, 900, 101, 0x12, ka, &[], false, 1),
         ),
-        (
-            ms(41),
-            packet(
-                A,
-                B,
-                4000,
-                5001,
-                101,
-                901,
-                0x10,
-                TcpOptions::default(),
-                &[],
-                false,
-                2,
-            ),
-        ),
+        (ms(41), a_to_b(101, 0x10, &[], false, 2)),
     ];
     let wanted = Code::from_len(L).unwrap();
     let mut seq = 101u32;
     for i in 0..SEGMENTS {
         let t = ms(50 + 10 * u64::from(i));
-        let p = packet(
-            A,
-            B,
-            4000,
-            5001,
-            seq,
-            901,
-            0x10,
-            TcpOptions::default(),
-            &[7; DATA],
-            false,
-            10 + i as u16,
-        );
+        let p = a_to_b(seq, 0x10, &[7; DATA], false, 10 + i as u16);
         let (a, b) = stamp_ipv4_with(&StampConfig::default(), p, wanted).into_pieces();
         out.push((t, a));
         out.push((t + Duration::from_micros(200), b.expect("split")));
@@ -158,39 +128,9 @@ fn ka_flow() -> Vec<(Duration, Vec<u8>)> {
     // After 700 ms without echoes: an RTT indicator (DF, total length 605
     // → k = 5), then FIN.
     let t = ms(1000);
-    out.push((
-        t,
-        packet(
-            A,
-            B,
-            4000,
-            5001,
-            seq,
-            901,
-            0x10,
-            TcpOptions::default(),
-            &[1; 565],
-            true,
-            60,
-        ),
-    ));
+    out.push((t, a_to_b(seq, 0x10, &[1; 565], true, 60)));
     seq += 565;
-    out.push((
-        t + ms(1),
-        packet(
-            A,
-            B,
-            4000,
-            5001,
-            seq,
-            901,
-            0x11,
-            TcpOptions::default(),
-            &[],
-            false,
-            61,
-        ),
-    ));
+    out.push((t + ms(1), a_to_b(seq, 0x11, &[], false, 61)));
     out
 }
 

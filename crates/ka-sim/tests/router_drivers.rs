@@ -19,7 +19,8 @@
 
 use std::time::{Duration, Instant};
 
-use ka_codec::wire::checksum;
+use ka_codec::wire::build::{Addrs, TcpSegment};
+use ka_codec::wire::tcp::TcpRepr;
 use ka_router::rwm::{Rwm, RwmClass, RwmConfig};
 use ka_router::shell::{Direction, Forwarder, KaPorts};
 use ka_router::{ControllerKind, EchoConfig, PortConfig, Signalling};
@@ -48,32 +49,15 @@ fn seg(
     opts: &[u8],
     payload: usize,
 ) -> Vec<u8> {
-    let hl = 20 + opts.len();
-    let total = 20 + hl + payload;
-    let mut p = vec![0u8; total];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 6;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&p[..20]);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p[20..22].copy_from_slice(&sport.to_be_bytes());
-    p[22..24].copy_from_slice(&dport.to_be_bytes());
-    p[24..28].copy_from_slice(&seq.to_be_bytes());
-    p[28..32].copy_from_slice(&ack.to_be_bytes());
-    p[32] = ((hl / 4) as u8) << 4;
-    p[33] = flags;
-    p[34..36].copy_from_slice(&65535u16.to_be_bytes());
-    p[40..40 + opts.len()].copy_from_slice(opts);
-    for (k, b) in p[40 + opts.len()..].iter_mut().enumerate() {
-        *b = k as u8;
+    let tcp = TcpRepr::new(sport, dport, seq, ack, flags, 65535);
+    let payload: Vec<u8> = (0..payload).map(|k| k as u8).collect();
+    TcpSegment {
+        raw_tcp_options: opts,
+        payload: &payload,
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
     }
-    let pseudo = checksum::pseudo_v4(src, dst, 6, (total - 20) as u32);
-    let c = checksum::finish(checksum::sum(&p[20..], pseudo));
-    p[36..38].copy_from_slice(&c.to_be_bytes());
-    p
+    .to_vec()
+    .unwrap()
 }
 
 /// A deterministic jitter source (xorshift64).

@@ -70,6 +70,35 @@ impl OptionFault {
             | OptionFault::PastEnd { offset, .. } => offset,
         }
     }
+
+    /// The length byte of a [`OptionFault::TooShort`] fault; `None` for the
+    /// faults where the area ran out of bytes. Option decoders map the first
+    /// to a bad-length error and the others to a truncation error.
+    pub fn too_short_len(&self) -> Option<u8> {
+        match *self {
+            OptionFault::TooShort { len, .. } => Some(len),
+            OptionFault::NoLength { .. } | OptionFault::PastEnd { .. } => None,
+        }
+    }
+}
+
+/// Finds the first option of `kind` in an options area and decodes it with
+/// `parse` (given the option's whole bytes, kind and length included).
+/// Returns its offset within `area` and its value, `Ok(None)` if the area (up
+/// to an EOL or its end) has none. Errors if the area is malformed before
+/// such an option is found, or if `parse` fails.
+pub fn find_kind<T, E: From<OptionFault>>(
+    area: &[u8],
+    kind: u8,
+    parse: impl FnOnce(&[u8]) -> Result<T, E>,
+) -> Result<Option<(usize, T)>, E> {
+    for opt in OptionIter::new(area) {
+        let opt = opt?;
+        if opt.kind == kind {
+            return parse(opt.bytes).map(|o| Some((opt.offset, o)));
+        }
+    }
+    Ok(None)
 }
 
 impl fmt::Display for OptionFault {

@@ -462,6 +462,21 @@ pub struct TcpRepr {
 }
 
 impl TcpRepr {
+    /// A header from `src_port` to `dst_port` with these sequence and
+    /// acknowledgement numbers, flags and (unscaled) window; urgent pointer
+    /// 0, no options.
+    pub fn new(src_port: u16, dst_port: u16, seq: u32, ack: u32, flags: u8, window: u16) -> Self {
+        TcpRepr {
+            src_port,
+            dst_port,
+            seq,
+            ack,
+            flags,
+            window,
+            ..TcpRepr::default()
+        }
+    }
+
     /// Reads a checked segment's header and options.
     pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>) -> Result<Self, WireError> {
         Ok(TcpRepr {

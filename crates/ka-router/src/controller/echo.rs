@@ -387,28 +387,7 @@ impl Following for Echo {
 }
 
 impl RateController for Echo {
-    fn on_interval(&mut self, m: &Measurement) -> f64 {
-        follow::interval(self, m)
-    }
-
-    /// Closed form for κ ([`RcpLoop::steps`](super::RcpLoop::steps)); one
-    /// sweep.
-    fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
-        follow::intervals(self, m, n)
-    }
-
-    fn rate(&self) -> f64 {
-        self.core.rate
-    }
-
-    /// Sets κ so that R is `rate` (`follow::restore`).
-    fn restore(&mut self, rate: f64) {
-        follow::restore(self, rate);
-    }
-
-    fn wants_packets(&self) -> bool {
-        true
-    }
+    follow::following_methods!();
 
     fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
         let Some(t) = self.core.arrival(now, packet) else {

@@ -214,6 +214,39 @@ pub(super) trait Following {
     }
 }
 
+/// The [`RateController`](super::RateController) methods every
+/// [`Following`] controller implements alike (the interval law, R, restore,
+/// and wanting every packet), for use inside its `impl RateController`
+/// block; the controller writes `on_packet` and `rate_for` itself. Expects
+/// a `core: Core` field and `follow` and `Measurement` in scope.
+macro_rules! following_methods {
+    () => {
+        fn on_interval(&mut self, m: &Measurement) -> f64 {
+            follow::interval(self, m)
+        }
+
+        /// Closed form for κ ([`RcpLoop::steps`](super::RcpLoop::steps));
+        /// one sweep.
+        fn on_intervals(&mut self, m: &Measurement, n: u64) -> f64 {
+            follow::intervals(self, m, n)
+        }
+
+        fn rate(&self) -> f64 {
+            self.core.rate
+        }
+
+        /// Sets κ so that R is `rate` (`follow::restore`).
+        fn restore(&mut self, rate: f64) {
+            follow::restore(self, rate);
+        }
+
+        fn wants_packets(&self) -> bool {
+            true
+        }
+    };
+}
+pub(super) use following_methods;
+
 /// [`RateController::restore`](super::RateController::restore) of a
 /// [`Following`] controller: κ such that R is `rate` (TCP mode freezes R at
 /// its last calm value, see the port's `mode` docs).

@@ -6,6 +6,30 @@ use ka_codec::wire::Layout;
 
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 
+/// The [`QueueDiscipline`] accessors of a discipline that keeps its packets in a
+/// `fifo: Fifo` and its counters in `stats: QdiscStats` (drop-tail and
+/// RED), for use inside its `impl QueueDiscipline` block.
+macro_rules! fifo_accessors {
+    () => {
+        fn len(&self) -> usize {
+            self.fifo.len()
+        }
+
+        fn bytes(&self) -> usize {
+            self.fifo.bytes()
+        }
+
+        fn oldest_enqueued_at(&self) -> Option<Nanos> {
+            self.fifo.oldest_enqueued_at()
+        }
+
+        fn stats(&self) -> QdiscStats {
+            self.stats
+        }
+    };
+}
+pub(super) use fifo_accessors;
+
 /// Packets in arrival order with their enqueue times and the classifier's
 /// parse (if the port handed one on), and the bytes they hold: the queue of
 /// [`DropTail`] and of [`Red`](super::Red), which differ only in what they
@@ -106,21 +130,7 @@ impl QueueDiscipline for DropTail {
         self.fifo.pop()
     }
 
-    fn len(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.fifo.oldest_enqueued_at()
-    }
-
-    fn stats(&self) -> QdiscStats {
-        self.stats
-    }
+    fifo_accessors!();
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@
 use ka_codec::wire::Layout;
 use ka_codec::wire::ecn::{MarkOutcome, mark_ce};
 
-use super::droptail::Fifo;
+use super::droptail::{Fifo, fifo_accessors};
 use super::rng::SplitMix64;
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 use crate::error::ConfigError;
@@ -331,19 +331,5 @@ impl QueueDiscipline for Red {
         Some(d)
     }
 
-    fn len(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.fifo.oldest_enqueued_at()
-    }
-
-    fn stats(&self) -> QdiscStats {
-        self.stats
-    }
+    fifo_accessors!();
 }

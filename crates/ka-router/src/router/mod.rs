@@ -89,7 +89,7 @@
 mod hooks;
 mod routes;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use hooks::InterfaceHook;
 pub use routes::{AddressTable, NO_ROUTE, Routes};

@@ -1,6 +1,8 @@
 use std::time::{Duration, Instant};
 
+use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::checksum;
+use ka_codec::wire::tcp::TcpRepr;
 
 use super::*;
 use crate::rwm::{RwmClass, RwmConfig};
@@ -9,7 +11,26 @@ use crate::{ControllerKind, EchoConfig, PortConfig, Signalling};
 const SYN: u8 = 0x02;
 const ACK: u8 = 0x10;
 
-/// An IPv4 TCP segment with valid checksums (DF clear).
+/// An IPv4 segment with header `tcp`, raw TCP options `opts` and `payload`
+/// zero bytes, valid checksums, DF clear (also for the shell's tests).
+pub(crate) fn tcp_v4(
+    src: [u8; 4],
+    dst: [u8; 4],
+    tcp: TcpRepr,
+    opts: &[u8],
+    payload: usize,
+) -> Vec<u8> {
+    let payload = vec![0u8; payload];
+    TcpSegment {
+        raw_tcp_options: opts,
+        payload: &payload,
+        ..TcpSegment::new(Addrs::V4(src, dst), tcp)
+    }
+    .to_vec()
+    .unwrap()
+}
+
+/// [`tcp_v4`] with window 65535.
 fn seg(
     src: [u8; 4],
     dst: [u8; 4],
@@ -19,29 +40,8 @@ fn seg(
     opts: &[u8],
     payload: usize,
 ) -> Vec<u8> {
-    let hl = 20 + opts.len();
-    let total = 20 + hl + payload;
-    let mut p = vec![0u8; total];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 6;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&p[..20]);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p[20..22].copy_from_slice(&ports.0.to_be_bytes());
-    p[22..24].copy_from_slice(&ports.1.to_be_bytes());
-    p[24..28].copy_from_slice(&seq.to_be_bytes());
-    p[28..32].copy_from_slice(&ack.to_be_bytes());
-    p[32] = ((hl / 4) as u8) << 4;
-    p[33] = flags;
-    p[34..36].copy_from_slice(&65535u16.to_be_bytes());
-    p[40..40 + opts.len()].copy_from_slice(opts);
-    let pseudo = checksum::pseudo_v4(src, dst, 6, (total - 20) as u32);
-    let c = checksum::finish(checksum::sum(&p[20..], pseudo));
-    p[36..38].copy_from_slice(&c.to_be_bytes());
-    p
+    let tcp = TcpRepr::new(ports.0, ports.1, seq, ack, flags, 65535);
+    tcp_v4(src, dst, tcp, opts, payload)
 }
 
 fn tcp_checksum_ok(p: &[u8]) -> bool {

@@ -146,41 +146,11 @@ impl Forwarder for KaPorts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::router::tests::tcp_v4;
     use crate::{ControllerKind, EchoConfig};
     use ka_codec::wire::checksum;
+    use ka_codec::wire::tcp::TcpRepr;
     use std::time::Duration;
-
-    /// An IPv4 TCP segment with valid checksums.
-    fn seg(
-        src: [u8; 4],
-        dst: [u8; 4],
-        sport: u16,
-        dport: u16,
-        flags: u8,
-        opts: &[u8],
-        payload: usize,
-    ) -> Vec<u8> {
-        let hl = 20 + opts.len();
-        let total = 20 + hl + payload;
-        let mut p = vec![0u8; total];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&src);
-        p[16..20].copy_from_slice(&dst);
-        let c = checksum::checksum(&p[..20]);
-        p[10..12].copy_from_slice(&c.to_be_bytes());
-        p[20..22].copy_from_slice(&sport.to_be_bytes());
-        p[22..24].copy_from_slice(&dport.to_be_bytes());
-        p[32] = ((hl / 4) as u8) << 4;
-        p[33] = flags;
-        p[40..40 + opts.len()].copy_from_slice(opts);
-        let pseudo = checksum::pseudo_v4(src, dst, 6, (total - 20) as u32);
-        let c = checksum::finish(checksum::sum(&p[20..], pseudo));
-        p[36..38].copy_from_slice(&c.to_be_bytes());
-        p
-    }
 
     const A: [u8; 4] = [10, 0, 0, 1];
     const B: [u8; 4] = [10, 0, 0, 2];
@@ -209,26 +179,26 @@ mod tests {
         through(
             &mut k,
             Direction::Forward,
-            seg(A, B, 40000, 5001, 0x02, &[], 0),
+            tcp_v4(A, B, TcpRepr::new(40000, 5001, 0, 0, 0x02, 0), &[], 0),
             &mut t,
         );
         through(
             &mut k,
             Direction::Reverse,
-            seg(B, A, 5001, 40000, 0x12, &[], 0),
+            tcp_v4(B, A, TcpRepr::new(5001, 40000, 0, 0, 0x12, 0), &[], 0),
             &mut t,
         );
         through(
             &mut k,
             Direction::Forward,
-            seg(A, B, 40000, 5001, 0x10, &[], 1000),
+            tcp_v4(A, B, TcpRepr::new(40000, 5001, 0, 0, 0x10, 0), &[], 1000),
             &mut t,
         );
         let echo = [253, 6, 0x4B, 0x41, 185, 1, 1, 1];
         let mut out = through(
             &mut k,
             Direction::Reverse,
-            seg(B, A, 5001, 40000, 0x10, &echo, 0),
+            tcp_v4(B, A, TcpRepr::new(5001, 40000, 0, 0, 0x10, 0), &echo, 0),
             &mut t,
         );
         assert_eq!(out.len(), 1);

@@ -283,13 +283,7 @@ impl RateSignal {
     /// packets that can carry a signal.
     fn egress_rate(&mut self, t: Nanos, packet: &[u8], seg: Option<&Segment<'_>>) -> f64 {
         if self.controller.wants_packets() {
-            let info = match seg {
-                Some(seg) => inspect_segment(seg),
-                None => PacketInfo {
-                    len: packet.len(),
-                    tcp: None,
-                },
-            };
+            let info = packet_info(packet, seg);
             // A KA signal needs payload to split and DF clear; native RCP
             // writes into the option, which SYNs carry too.
             let carries = match self.carrier {
@@ -427,13 +421,7 @@ impl Signaller for RateSignal {
             self.rtt_sample(t, f64::from(ms));
         }
         if self.controller.wants_packets() {
-            let info = match seg {
-                Some(seg) => inspect_segment(seg),
-                None => PacketInfo {
-                    len: packet.len(),
-                    tcp: None,
-                },
-            };
+            let info = packet_info(packet, seg);
             self.controller.on_packet(Duration::from_nanos(t), &info);
         }
         // y counts every packet offered to the queue, drops included.
@@ -601,4 +589,16 @@ fn rate_ceiling(table: &RateTable, capacity: f64) -> f64 {
         .map(|c| table.decode(c))
         .find(|&r| r >= capacity)
         .unwrap_or(capacity)
+}
+
+/// What a controller that looks at packets is shown of `packet`: its parse's
+/// facts, or only its length if it is not IP (`seg` is `None`).
+fn packet_info(packet: &[u8], seg: Option<&Segment<'_>>) -> PacketInfo {
+    match seg {
+        Some(seg) => inspect_segment(seg),
+        None => PacketInfo {
+            len: packet.len(),
+            tcp: None,
+        },
+    }
 }
