@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A two-namespace testbed joined only by ka-router (DESIGN §4.6, mahimahi-style).
+# A two-namespace testbed joined only by ka-router (DESIGN §8.2, mahimahi-style).
 #
 #   examples/testbed/testbed.sh [options] [-- COMMAND...]
 #

@@ -1,4 +1,4 @@
-//! The KA TCP options (DESIGN §3.3): RFC 6994 experimental option, kind 253,
+//! The KA TCP options (DESIGN §2.3): RFC 6994 experimental option, kind 253,
 //! 16-bit ExID `0x4B41` ("KA").
 //!
 //! * **KA-Permitted** `253, 4, 0x4B, 0x41` — in SYN and SYN-ACK only; KA is on
@@ -7,7 +7,7 @@
 //!   receiver: `code` = L/8 of the latest leading fragment (3…185), `count` a
 //!   wrapping counter of leading fragments received.
 //!
-//! The native-RCP baseline (DESIGN §3.4, not part of KA) negotiates and
+//! The native-RCP baseline (DESIGN §7.1, not part of KA) negotiates and
 //! echoes its rate with a second RFC 6994 experiment, ExID `0x4B52` ("KR"):
 //!
 //! * **RCP-Permitted** `253, 4, 0x4B, 0x52` — in SYN and SYN-ACK only; the
@@ -16,7 +16,7 @@
 //!   (and the SYN-ACK) from a native-RCP receiver: the rate field of the
 //!   IPv4 RCP option ([`crate::rcp_option`]) of the data it acknowledges.
 //!
-//! The XCP baseline (DESIGN §8.4) uses a third experiment, ExID `0x5843`
+//! The XCP baseline (DESIGN §7.2) uses a third experiment, ExID `0x5843`
 //! ("XC"):
 //!
 //! * **XCP-Permitted** `253, 4, 0x58, 0x43` — in SYN and SYN-ACK only; XCP

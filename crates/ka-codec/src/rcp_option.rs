@@ -1,4 +1,4 @@
-//! The native-RCP carrier (DESIGN §3.4; baseline only, not part of KA).
+//! The native-RCP carrier (DESIGN §7.1; baseline only, not part of KA).
 //!
 //! For the native-RCP baseline the rate travels in an IPv4 option, RFC 4727
 //! experimental type 30 (copy flag 0, class 0, number 30), 8 bytes:

@@ -1,4 +1,4 @@
-//! RTT indicators (paper §II-B, DESIGN §3.2).
+//! RTT indicators (paper §II-B, DESIGN §2.2).
 //!
 //! Endpoints tell routers their RTT with packet *length*: about every 100 ms a
 //! KA sender emits a packet whose total IP length is `600 + k` (`k ∈ 0..=11`)

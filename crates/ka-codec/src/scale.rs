@@ -1,4 +1,4 @@
-//! Rate ↔ leading-fragment length (paper §II-A, DESIGN §3.1).
+//! Rate ↔ leading-fragment length (paper §II-A, DESIGN §2.1).
 //!
 //! A KA router tells the sender a rate `R` (bytes per millisecond, B/ms;
 //! 1 B/ms = 8 kbit/s) by fragmenting a packet so that the leading fragment

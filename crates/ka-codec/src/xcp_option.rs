@@ -1,4 +1,4 @@
-//! The XCP congestion header carried as an IPv4 option (DESIGN §8.4; seed
+//! The XCP congestion header carried as an IPv4 option (DESIGN §7.2; seed
 //! `xcp-vs-rcp.txt` §2.2; Falk, Pryadkin, Katabi, "Specification for the
 //! Explicit Control Protocol (XCP)", draft-falk-xcp-spec-03, July 2007).
 //!

@@ -1,4 +1,4 @@
-//! KA TCP options (DESIGN §3.3): byte vectors, errors, round trips, fuzz-ish.
+//! KA TCP options (DESIGN §2.3): byte vectors, errors, round trips, fuzz-ish.
 
 use ka_codec::options::{KA_EXID, KIND_EXPERIMENTAL, MAX_RATE_CODE, MIN_RATE_CODE};
 use ka_codec::{Code, KaOption, KaPermitted, KaRate, OptionError};

@@ -26,7 +26,7 @@ use ka_codec::wire::tcp::TcpRepr;
 use proptest::prelude::*;
 
 /// One IPv4 option as bytes: NOP, End, Record Route (7), Timestamp (68),
-/// Security (130, copied), native RCP (30, DESIGN §3.4), XCP (94, §8.4),
+/// Security (130, copied), native RCP (30, DESIGN §7.1), XCP (94, §7.2),
 /// Router Alert (148, copied).
 fn arb_ipv4_option() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![

@@ -1,4 +1,4 @@
-//! Native-RCP IPv4 option (DESIGN §3.4).
+//! Native-RCP IPv4 option (DESIGN §7.1).
 
 use ka_codec::rcp_option::{self, OPTION_TYPE, find_in, lower_in_place};
 use ka_codec::{RcpError, RcpOption};

@@ -1,4 +1,4 @@
-//! RTT indicators (paper §II-B, DESIGN §3.2).
+//! RTT indicators (paper §II-B, DESIGN §2.2).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The XCP carrier (DESIGN §8.4): the IPv4 option (type 94), the router's
+//! The XCP carrier (DESIGN §7.2): the IPv4 option (type 94), the router's
 //! "lower H_feedback" operation on whole packets, and the XCP TCP options
 //! (ExID 0x5843) — byte vectors, errors, round trips, arbitrary bytes.
 

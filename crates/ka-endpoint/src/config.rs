@@ -8,7 +8,7 @@ use crate::cc::CcAlgorithm;
 use ka_codec::scale::Scale;
 use std::time::Duration;
 
-/// Kick-Ass behaviour of a connection (DESIGN §5.2, §5.3).
+/// Kick-Ass behaviour of a connection (DESIGN §6.2, §6.3).
 #[derive(Debug, Clone, Copy)]
 pub struct KaConfig {
     /// Offer KA (KA-Permitted in SYN / SYN-ACK). `false` = plain TCP that
@@ -20,7 +20,7 @@ pub struct KaConfig {
     /// Default 100 ms (paper §II-B).
     pub indicator_interval: Duration,
     /// KA-mode window headroom: `cwnd = max(gain · R · srtt, 2·MSS) +
-    /// cwnd_extra_segments · MSS`. Default 1.2 (DESIGN §5.3).
+    /// cwnd_extra_segments · MSS`. Default 1.2 (DESIGN §6.3).
     pub cwnd_gain: f64,
     /// Segments added to the KA window for ACK granularity (see
     /// `Connection` docs). Default 3.
@@ -35,7 +35,7 @@ pub struct KaConfig {
     /// KA → TCP when no fresh signal for more than `silence_srtts · srtt`.
     /// Default 1.0 (paper §II-C2: "more than a RTT").
     pub silence_srtts: f64,
-    /// Active opens use the native-RCP carrier (DESIGN §3.4; the paper's
+    /// Active opens use the native-RCP carrier (DESIGN §7.1; the paper's
     /// RCP baseline) instead of KA fragments: the SYN offers RCP-Permitted
     /// instead of KA-Permitted, the SYN and data carry the IPv4 RCP option,
     /// and the rate comes back in RCP-Echo options. Same mode machine as KA.
@@ -54,7 +54,7 @@ pub struct KaConfig {
     /// losses, retransmitting what was lost, and leaves KA mode only by a
     /// retransmission timeout or by silence: for hosts whose whole path
     /// beyond the first hop is another congestion controller's business,
-    /// such as the sites behind a DCC middlebox (DESIGN §8.7), which owns
+    /// such as the sites behind a DCC middlebox (DESIGN §5.3), which owns
     /// the middle segment and answers its losses by lowering the rate it
     /// signals.
     pub loss_leaves_ka: bool,
@@ -216,7 +216,7 @@ pub struct TcpConfig {
     pub ecn: EcnMode,
     /// Kick-Ass.
     pub ka: KaConfig,
-    /// XCP (DESIGN §8.4); the sender side is chosen by `cc`.
+    /// XCP (DESIGN §7.2); the sender side is chosen by `cc`.
     pub xcp: XcpConfig,
 }
 
@@ -257,7 +257,7 @@ impl Default for TcpConfig {
     }
 }
 
-/// XCP behaviour of a connection (DESIGN §8.4; see `conn::xcp`). Whether
+/// XCP behaviour of a connection (DESIGN §7.2; see `conn::xcp`). Whether
 /// this side *sends* with XCP is [`TcpConfig::cc`]
 /// ([`CcAlgorithm::Xcp`], [`CcAlgorithm::XcpRate`]); an active open with an
 /// XCP controller offers XCP-Permitted instead of KA (KA is off on it).
@@ -282,7 +282,7 @@ impl Default for XcpConfig {
     }
 }
 
-/// IP fragment reassembly limits (DESIGN §5.2).
+/// IP fragment reassembly limits (DESIGN §6.2).
 #[derive(Debug, Clone, Copy)]
 pub struct ReassemblyConfig {
     /// Total bytes of fragment payload held across all datagrams in

@@ -1,6 +1,6 @@
 //! # ka-endpoint — the Kick-Ass end host
 //!
-//! A sans-IO userspace TCP with the Kick-Ass (KA) extensions of DESIGN §5.
+//! A sans-IO userspace TCP with the Kick-Ass (KA) extensions of DESIGN §6.
 //! Nothing in this crate reads a clock, sleeps, spawns or touches a socket:
 //! time comes in as a [`std::time::Instant`] argument, packets go in and out
 //! as byte slices. The tokio/TUN driver and the simulator drive the same core.
@@ -80,7 +80,7 @@
 //!   sent. KA receivers ACK at once when a fresh signal is pending
 //!   ([`KaConfig::ack_fresh_signals`]), so echoes are not held 40 ms by the
 //!   delayed-ACK timer.
-//! * **Coming back after a loss** deviates from DESIGN §5.3: besides
+//! * **Coming back after a loss** deviates from DESIGN §6.3: besides
 //!   `cwnd/srtt ≥ R`, a flow returns once its loss episode is over and the
 //!   path is clear, or R falls, at a rate capped by what it had before; a
 //!   loss while the routers were silent counts as silence. See the
@@ -92,9 +92,9 @@
 //!   carries. [`Connection::mss`] stays the negotiated value.
 //! * **RTT indicators** start with the first fresh signal (a DF indicator
 //!   among the first segments would carry no signal).
-//! * **Native RCP** ([`KaConfig::native_rcp`], DESIGN §3.4): the same mode
+//! * **Native RCP** ([`KaConfig::native_rcp`], DESIGN §7.1): the same mode
 //!   machine on IPv4 RCP options and RCP-Echo TCP options.
-//! * **XCP** ([`CcAlgorithm::Xcp`], [`CcAlgorithm::XcpRate`], DESIGN §8.4):
+//! * **XCP** ([`CcAlgorithm::Xcp`], [`CcAlgorithm::XcpRate`], DESIGN §7.2):
 //!   a controller ([`Xcp`]) behind the same trait, not the KA mode machine
 //!   (an XCP connection does no KA). The receiver echoes the *sum* of the
 //!   `H_feedback` of the data packets since its last ACK; the sender asks
@@ -106,7 +106,7 @@
 //!   reachable with a deployment scale below the paper's 120 kbit/s) back-
 //!   to-back indicators would starve the stampable segments, and with them
 //!   every fresh signal.
-//! * **ECN** (RFC 3168, DESIGN §8.6; [`EcnMode`]): by default a
+//! * **ECN** (RFC 3168, DESIGN §6.4; [`EcnMode`]): by default a
 //!   connection accepts ECN when the peer asks but does not ask itself
 //!   (Linux's `tcp_ecn = 2`): asking is opt-in so that simulated scenarios
 //!   keep the paper's plain TCP, and because some middleboxes still drop

@@ -1,4 +1,4 @@
-//! ECN (RFC 3168, DESIGN §8.6): negotiation, ECT on data, the receiver's
+//! ECN (RFC 3168, DESIGN §6.4): negotiation, ECT on data, the receiver's
 //! ECE/CWR handshake, the sender's once-per-window reaction in TCP mode and
 //! the end of KA mode on an echo. Marks are made on the harness's path with
 //! `ka_codec::wire::ecn::mark_ce` (the `Hop::Mark` stage).

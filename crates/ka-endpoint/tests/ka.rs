@@ -207,7 +207,7 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
 }
 
 /// After a loss, a flow returns to KA mode once its loss episode is over and
-/// the path shows no standing queue (the crate's deviation from DESIGN §5.3;
+/// the path shows no standing queue (the crate's deviation from DESIGN §6.3;
 /// see `conn::ka`), without waiting for `cwnd / srtt ≥ R`.
 #[test]
 fn loss_at_legacy_bottleneck_returns_to_ka_once_the_path_is_clear() {

@@ -1,4 +1,4 @@
-//! The native-RCP carrier (DESIGN §3.4, the paper's RCP baseline): IPv4 RCP
+//! The native-RCP carrier (DESIGN §7.1, the paper's RCP baseline): IPv4 RCP
 //! option on SYN and data, RCP-Echo back, the KA mode machine on top of it,
 //! against a real native-RCP router port.
 mod common;

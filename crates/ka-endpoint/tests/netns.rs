@@ -1,6 +1,6 @@
 //! Real-network tests of the `ka-endpoint` binary: two network namespaces
 //! joined by the `ka-router` binary (the router shell's testbed, DESIGN
-//! §4.6), with the endpoint's userspace stack on its own TUN device behind
+//! §8.2), with the endpoint's userspace stack on its own TUN device behind
 //! one or both sides (wiring in `netns_common`). Needs root, `/dev/net/tun`
 //! and iproute2; skipped loudly otherwise.
 

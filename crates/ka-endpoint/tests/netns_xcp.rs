@@ -1,5 +1,5 @@
 //! Real-network tests of `ka-endpoint --cc xcp` / `--cc xcp-rate` (DESIGN
-//! §8.4): two network namespaces joined by the `ka-router` binary (which
+//! §7.2): two network namespaces joined by the `ka-router` binary (which
 //! forwards the IPv4 XCP option untouched: it is no XCP router), wiring in
 //! `netns_common`. Needs root, `/dev/net/tun` and iproute2; skipped loudly
 //! otherwise.

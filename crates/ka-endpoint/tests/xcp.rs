@@ -1,4 +1,4 @@
-//! XCP end to end (DESIGN §8.4, §8.6) in virtual time: negotiation in SYN /
+//! XCP end to end (DESIGN §7.2, §6.4) in virtual time: negotiation in SYN /
 //! SYN-ACK and the fallback to plain TCP, the IPv4 XCP option on data, the
 //! receiver's echo, the sender's window (never below one MSS), the NewReno
 //! reaction to losses, and the rate-based variant's pacing. A tiny "XCP

@@ -14,7 +14,7 @@
 //!
 //! Lateness does not accumulate: the core schedules departures from its own
 //! ideal timeline, so a late wake only releases the due packets together,
-//! far below the 2 ms burst bound of DESIGN §4.1 at the usual wake-up
+//! far below the 2 ms burst bound of DESIGN §3.1 at the usual wake-up
 //! lateness.
 
 use std::io;

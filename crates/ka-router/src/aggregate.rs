@@ -1,4 +1,4 @@
-//! Aggregate controllers of a DCC middlebox (DESIGN §8.7; seed
+//! Aggregate controllers of a DCC middlebox (DESIGN §5.3; seed
 //! `dcc-middleboxes.txt`).
 //!
 //! Two middleboxes split a path into congestion-control segments. The

@@ -34,7 +34,7 @@ pub const MAX_PACKET_LEN: usize = 40 + 65_535;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PacketKind {
     /// A valid IPv4 packet; `indicator` = the RTT-indicator index k
-    /// (DESIGN §3.2) if it is one.
+    /// (DESIGN §2.2) if it is one.
     Ipv4 {
         /// RTT-indicator index k, if the packet is an indicator.
         indicator: Option<u8>,

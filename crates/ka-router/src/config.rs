@@ -1,4 +1,4 @@
-//! Port configuration (DESIGN §4): capacity, queue, delay, RTT default,
+//! Port configuration (DESIGN §3): capacity, queue, delay, RTT default,
 //! signalling (with the rate controller or XCP's knobs) and the knobs of
 //! the RCP loop and the TCP-mode detector; [`RouterConfig`], the knobs all
 //! ports of a router share.
@@ -50,7 +50,7 @@ pub enum Carrier {
 )]
 pub enum Signalling {
     /// Kick-Ass: fragment on dequeue so the leading fragment's payload
-    /// length encodes the rate (DESIGN §4.2), which `controller` decides.
+    /// length encodes the rate (DESIGN §3.4), which `controller` decides.
     /// The TCP-mode detector is active.
     Ka {
         /// The rate controller. Default [`ControllerKind::Rcp`].
@@ -58,7 +58,7 @@ pub enum Signalling {
         controller: ControllerKind,
     },
     /// Native RCP baseline: lower the rate field of the IPv4 RCP option
-    /// (type 30, DESIGN §3.4) to the rate `controller` decides; never
+    /// (type 30, DESIGN §7.1) to the rate `controller` decides; never
     /// fragment. No TCP mode.
     #[cfg_attr(feature = "serde", serde(rename = "rcp"))]
     NativeRcp {
@@ -66,7 +66,7 @@ pub enum Signalling {
         #[cfg_attr(feature = "serde", serde(default))]
         controller: ControllerKind,
     },
-    /// XCP router (DESIGN §8.4): lower `H_feedback` of the IPv4 XCP option
+    /// XCP router (DESIGN §7.2): lower `H_feedback` of the IPv4 XCP option
     /// (type 94) to the window change the efficiency and fairness
     /// controllers allocate to the packet ([`crate::signal::XcpSignal`]);
     /// never fragment. No TCP mode.
@@ -127,7 +127,7 @@ impl Signalling {
     }
 }
 
-/// Knobs of the XCP controller (DESIGN §8.4; Katabi, Handley, Rohrs,
+/// Knobs of the XCP controller (DESIGN §7.2; Katabi, Handley, Rohrs,
 /// SIGCOMM 2002, §3.5): see [`crate::signal::xcp`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
@@ -161,7 +161,7 @@ impl Default for XcpConfig {
     }
 }
 
-/// Knobs of the router's TCP-mode detector (DESIGN §4.4).
+/// Knobs of the router's TCP-mode detector (DESIGN §3.6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -187,7 +187,7 @@ pub struct ModeConfig {
     /// not an RTT indicator, i.e. not from a KA endpoint) among the
     /// arrivals of about the last d, and ends when the share falls below
     /// half of it. Default 0.1; 0 = the paper's queue-only rule. See the
-    /// `mode` module docs (a deviation from DESIGN §4.4).
+    /// `mode` module docs (a deviation from DESIGN §3.6).
     pub foreign_frac: f64,
 }
 
@@ -209,7 +209,7 @@ pub struct PortConfig {
     /// The queue discipline's hard limit in packets (drop-tail's queue
     /// length; RED's and FQ-CoDel's `limit`). Default 1000.
     pub queue_limit: usize,
-    /// The queue discipline (DESIGN §8.1). Default drop-tail.
+    /// The queue discipline (DESIGN §3.1). Default drop-tail.
     pub qdisc: QdiscConfig,
     /// Seed of the queue discipline's randomness (RED's drop decisions,
     /// FQ-CoDel's hash perturbation). Default 0; the `ka-router` binary
@@ -228,10 +228,10 @@ pub struct PortConfig {
     /// Dither the signal (KA only): stamp encode(R) or the next code up so
     /// that the rate senders pace at, averaged over packets, is R itself
     /// rather than R rounded down to a code (codes are 6.45 % apart).
-    /// Default false (DESIGN §4.2: every packet carries encode(R)); the
+    /// Default false (DESIGN §3.4: every packet carries encode(R)); the
     /// `ka-router` binary turns it on.
     ///
-    /// **Deviation from DESIGN §4.2 when on.** A single flow otherwise
+    /// **Deviation from DESIGN §3.4 when on.** A single flow otherwise
     /// alternates between the code below C (96 % of the link) and the one
     /// above, and RCP's loop spends most of its time below; dithered, the
     /// simulated single flow of 20 Mbit/s, 45 ms used 99.7 % of the link

@@ -1,4 +1,4 @@
-//! Rate controllers (DESIGN §4.3, paper §III-A).
+//! Rate controllers (DESIGN §3.5, paper §III-A).
 //!
 //! The paper insists the KA mechanism is independent of how a router picks
 //! its rate ("the router can use whatever scheme"), so the [`crate::Port`]
@@ -175,7 +175,7 @@ macro_rules! controllers {
             serde(remote = "Self", tag = "kind", rename_all = "kebab-case")
         )]
         pub enum ControllerKind {
-            /// [`Rcp`], the paper's controller (DESIGN §4.3); its knobs are
+            /// [`Rcp`], the paper's controller (DESIGN §3.5); its knobs are
             /// the port's [`RcpConfig`]. The default.
             #[default]
             Rcp,

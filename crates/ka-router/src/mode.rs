@@ -1,4 +1,4 @@
-//! The router's TCP-mode detector (DESIGN §4.4, paper §II-C2).
+//! The router's TCP-mode detector (DESIGN §3.6, paper §II-C2).
 //!
 //! Traffic that ignores the advertised rate shows up as a standing queue. When
 //! the queue *reaches* the threshold (default 50 % of the queue limit, in
@@ -11,7 +11,7 @@
 //! the hold expiry is an event of its own that the port processes at exactly
 //! `below_since + hold` (with the d current at that point).
 //!
-//! # Deviation from DESIGN §4.4: only foreign traffic makes TCP mode
+//! # Deviation from DESIGN §3.6: only foreign traffic makes TCP mode
 //!
 //! The paper's premise is that a standing queue means traffic that ignores
 //! the signals. KA flows that are themselves in TCP mode (after a loss or a
@@ -37,7 +37,7 @@
 //!   signal).
 //!
 //! **R frozen at its calm value.** On entering TCP mode the port freezes R
-//! (DESIGN §4.3) — but at the value R had at the last control interval
+//! (DESIGN §3.5) — but at the value R had at the last control interval
 //! that ended with a short queue (a tenth of the threshold), not at the
 //! moment of entry: RCP reacts to the foreign traffic's load (y > C, then
 //! the growing queue) well before the queue reaches the threshold and by

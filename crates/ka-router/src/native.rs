@@ -1,4 +1,4 @@
-//! The native-RCP baseline's per-packet work (DESIGN §3.4): lower the rate
+//! The native-RCP baseline's per-packet work (DESIGN §7.1): lower the rate
 //! field of the IPv4 RCP option.
 
 use ka_codec::rcp_option;
@@ -39,7 +39,7 @@ pub fn lower_rcp_option_in(seg: &mut SegmentMut<'_>, rate_bytes_per_sec: u32) ->
 /// the packet is valid IPv4 with a well-formed RCP option whose RTT field is
 /// not 0 (a sender without an RTT sample yet puts 0 there). Native-RCP
 /// routers average these into d, as RCP routers take the RTT from the
-/// header (DESIGN §3.4).
+/// header (DESIGN §7.1).
 #[cfg(test)]
 pub fn rcp_rtt_ms(packet: &[u8]) -> Option<u16> {
     rcp_rtt_ms_of(&Segment::parse(packet).ok()?)

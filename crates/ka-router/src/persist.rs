@@ -1,5 +1,5 @@
 //! The persistent queue: the queue that did not drain within the last
-//! round trip (XCP's `q`, DESIGN §4.3's deviation [`QueueMeasure::Persistent`]).
+//! round trip (XCP's `q`, DESIGN §3.5's deviation [`QueueMeasure::Persistent`]).
 //!
 //! The port reports every queue length it passes through to
 //! `PersistentQueue::observe` (after each dequeue; arrivals only raise it)

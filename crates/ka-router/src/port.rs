@@ -58,7 +58,7 @@ pub enum DropReason {
     Malformed,
 }
 
-/// One direction of a KA router (DESIGN §4.1, §8.1): classify → queue
+/// One direction of a KA router (DESIGN §3.1): classify → queue
 /// discipline → shaper at C → signalling on dequeue → delay line.
 pub struct Port {
     config: PortConfig,
@@ -317,7 +317,7 @@ impl Port {
 
     /// Changes the capacity C to `capacity_bps` at `now` (clamped to at
     /// least 1 bit/s): a middlebox whose aggregate controller moves the
-    /// rate of its traffic aggregate (DESIGN §8.7).
+    /// rate of its traffic aggregate (DESIGN §5.3).
     ///
     /// Everything due before `now` happens at the old C first. A piece
     /// already being serialised finishes at the old rate; every later one

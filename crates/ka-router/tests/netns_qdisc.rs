@@ -1,4 +1,4 @@
-//! Real-network tests of the queue disciplines (DESIGN §8.1–8.3, §8.6): the
+//! Real-network tests of the queue disciplines (DESIGN §3.1, §4.2, §4.3, §6.4): the
 //! Linux kernel's CUBIC, with ECN on in both namespaces (`net.ipv4.tcp_ecn
 //! = 1`, set inside the namespaces only), through `ka-router --rate 20mbit
 //! --delay 20ms` with FQ-CoDel and with a 1000-packet drop-tail queue.

@@ -1,5 +1,5 @@
 //! Real-network tests: the `ka-router` binary between two network namespaces
-//! (DESIGN §4.6), Linux kernel TCP on both ends. Needs root, `/dev/net/tun`
+//! (DESIGN §8.2), Linux kernel TCP on both ends. Needs root, `/dev/net/tun`
 //! and iproute2; skipped loudly otherwise.
 
 #![cfg(all(feature = "cli", target_os = "linux"))]
@@ -186,7 +186,7 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
     );
     trace_matches_stamp_log(&tb, &pcap, &stamps, leading, bytes);
 
-    // Pacing (DESIGN §4.1). The core schedules departures on its own ideal
+    // Pacing (DESIGN §3.1). The core schedules departures on its own ideal
     // timeline, so a late wake-up of the pacing thread shifts bytes into the
     // next moment but never adds any: no second may carry more than C + 1 %,
     // and while TCP keeps the queue backlogged a second carries C − 1 %.

@@ -1,4 +1,4 @@
-//! Real-network test of receive-window modulation (DESIGN §8.5; the seed's
+//! Real-network test of receive-window modulation (DESIGN §5.2; the seed's
 //! experiment scaled to this machine): four concurrent Linux-kernel CUBIC
 //! bulk transfers with large socket buffers (`net.ipv4.tcp_rmem/wmem` up to
 //! 60 MB, as the seed sets them; inside the namespaces only) from A to B

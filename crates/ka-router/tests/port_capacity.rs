@@ -1,5 +1,5 @@
 //! `Port::set_capacity`: a middlebox's aggregate rate changes at run time
-//! (DESIGN §8.7). The shaper serialises at the new C from the next piece
+//! (DESIGN §5.3). The shaper serialises at the new C from the next piece
 //! on, and RCP's rate follows C in proportion.
 
 mod common;

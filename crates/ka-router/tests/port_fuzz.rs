@@ -73,7 +73,7 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// An IPv4 packet carrying the XCP option (DESIGN §8.4) with any header
+/// An IPv4 packet carrying the XCP option (DESIGN §7.2) with any header
 /// values, after 0–3 NOPs (so the feedback field sits at any alignment).
 fn xcp_packet() -> impl Strategy<Value = Vec<u8>> {
     (

@@ -242,7 +242,7 @@ fn dithering_makes_the_average_paced_rate_r() {
         let mean = lens.len() as f64 / time;
         assert!((mean - r).abs() / r < 0.001, "{mean} vs {r}");
     }
-    // Off (DESIGN §4.2): every leading fragment carries encode(R).
+    // Off (DESIGN §3.4): every leading fragment carries encode(R).
     let r = lo + 0.9 * (hi - lo);
     assert!(dithered(false, r).iter().all(|&l| l == lo_code.len()));
     // R exactly on a code: never the next one.

@@ -1,4 +1,4 @@
-//! FQ-CoDel (DESIGN §8.3, RFC 8290 / RFC 8289) in virtual time: sparse
+//! FQ-CoDel (DESIGN §4.3, RFC 8290 / RFC 8289) in virtual time: sparse
 //! flows skip the bulk queues (end to end through a `Port`), DRR shares
 //! bytes equally, CoDel's target/interval/√count behaviour per flow,
 //! overflow drops from the fattest queue.

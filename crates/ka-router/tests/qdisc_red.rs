@@ -1,4 +1,4 @@
-//! RED (DESIGN §8.2) driven directly in virtual time: the marking curve
+//! RED (DESIGN §4.2) driven directly in virtual time: the marking curve
 //! with count-based spacing, the EWMA with idle-time correction, ECN, the
 //! hard limit, and one run through a `Port`.
 

@@ -1,4 +1,4 @@
-//! Stamping properties (DESIGN §4.2) over random IPv4 and IPv6 packets, and
+//! Stamping properties (DESIGN §3.4) over random IPv4 and IPv6 packets, and
 //! exact byte vectors for a hand-made 1500-byte IPv4 TCP packet.
 
 mod common;

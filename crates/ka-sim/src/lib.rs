@@ -1,6 +1,6 @@
 //! # ka-sim — a deterministic simulator on the real cores
 //!
-//! The discrete-event simulator of DESIGN §6. It drives the very
+//! The discrete-event simulator of DESIGN §9. It drives the very
 //! `ka_router::Port` and `ka_endpoint` cores that run on real networks, with
 //! real packet bytes; nothing here re-implements router or TCP logic.
 //!
@@ -14,7 +14,7 @@
 //!   router in front of a legacy bottleneck (paper Fig. 6), parking lot,
 //!   any line of hops, per-flow RTTs, and the DCC topology
 //!   ([`scenario::dcc`]: two middleboxes shaping an aggregate at a fixed
-//!   SLA or MulTCP rate, LCCP in the local segments, DESIGN §8.7).
+//!   SLA or MulTCP rate, LCCP in the local segments, DESIGN §5.3).
 //! * [`model`]: the simulated network built from a scenario — router nodes
 //!   running `ka_router::Router` (the composition the `ka-router` binary
 //!   runs) with static routing by host, hosts running the real

@@ -1,4 +1,4 @@
-//! DCC (DESIGN §8.7) in virtual time on the real cores: the middleboxes'
+//! DCC (DESIGN §5.3) in virtual time on the real cores: the middleboxes'
 //! aggregate controllers (a fixed SLA rate, MulTCP against TCP cross
 //! traffic), LCCP's per-host shares, and LCCP-controlled UDP.
 

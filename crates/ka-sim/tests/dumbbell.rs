@@ -27,7 +27,7 @@ const PAYLOAD: f64 = 1448.0 / 1500.0;
 
 /// The goodput (bit/s) of a flow paced at the largest KA rate code that
 /// does not exceed `bps`: KA signals `decode(encode(R))` (encoding never
-/// over-states, DESIGN §3.1), up to 6.25 % below R.
+/// over-states, DESIGN §2.1), up to 6.25 % below R.
 fn quantized_goodput(bps: f64) -> f64 {
     let code = ka_codec::scale::encode(bps / 8000.0).unwrap();
     ka_codec::scale::decode(code) * 8000.0 * PAYLOAD
@@ -59,7 +59,7 @@ fn one_ka_flow_reaches_capacity_within_a_few_rtts() {
         thr[first_full].0
     );
     // Steady state: the router's ceiling is one code above C (ka-router's
-    // deviation from DESIGN §4.3), so a lone flow dithers between the codes
+    // deviation from DESIGN §3.5), so a lone flow dithers between the codes
     // below and above C: at least the code below, at most C less the
     // 20-byte header each split adds.
     let late = rate(&r, 0, 0.5, 1.5);
@@ -315,7 +315,7 @@ fn ka_router_switches_to_tcp_mode_while_tcp_cross_traffic_lasts() {
     assert!(jain > 0.99, "{rates:?}");
 }
 
-/// Native RCP (DESIGN §3.4) knows its rate from the SYN-ACK, KA one RTT
+/// Native RCP (DESIGN §7.1) knows its rate from the SYN-ACK, KA one RTT
 /// later (from the echo of its first data): for flows a little larger than
 /// KA's initial window the two differ by about one RTT, RCP finishing in
 /// about 1.5 RTT.

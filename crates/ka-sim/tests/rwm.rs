@@ -1,4 +1,4 @@
-//! Receive-window modulation in the simulator (DESIGN §8.5): the real
+//! Receive-window modulation in the simulator (DESIGN §5.2): the real
 //! `ka_router::rwm::Rwm` on the receivers' router of a dumbbell, with the
 //! RTT taken from the simulated handshakes, against four CUBIC bulk flows.
 

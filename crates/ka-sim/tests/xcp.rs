@@ -1,4 +1,4 @@
-//! XCP flow kinds (`xcp`, `xcp-rate`, `xcp-rate-pure`, DESIGN §8.4) on the real endpoint
+//! XCP flow kinds (`xcp`, `xcp-rate`, `xcp-rate-pure`, DESIGN §7.2) on the real endpoint
 //! cores, end to end through the router's XCP stage (port kind `xcp`).
 //!
 //! The first test runs them through a drop-tail port (no XCP router), so

@@ -1,6 +1,6 @@
 //! TCP header view, options and representation (RFC 9293, 7323, 2018, and
-//! the KA options of DESIGN §3.3, and the native-RCP baseline's options of
-//! DESIGN §3.4).
+//! the KA options of DESIGN §2.3, and the native-RCP baseline's options of
+//! DESIGN §7.1).
 
 use super::opts::OptionIter;
 use super::{WireError, be16, be32, byte, check_len, checksum, put8, put16, put32, sub};

@@ -1,4 +1,4 @@
-//! Congestion control for TCP mode (DESIGN §5.1).
+//! Congestion control for TCP mode (DESIGN §6.1).
 //!
 //! [`Controller`] is shaped like quinn-proto's controller: the connection
 //! reports acknowledged bytes and congestion events, and asks for the
@@ -19,7 +19,7 @@
 //!   at `ssthresh` during recovery, as RFC 6582 prescribes after deflation.
 //! * The KA mode machine takes the window over while in KA mode and hands it
 //!   back with [`Controller::set_window`].
-//! * Explicit window feedback (XCP, DESIGN §8.4): a controller that wants it
+//! * Explicit window feedback (XCP, DESIGN §7.2): a controller that wants it
 //!   answers [`Controller::feedback_request`] (what the connection writes
 //!   into the IPv4 XCP option of each data segment) and gets every echo
 //!   through [`Controller::on_feedback`]; [`Xcp`] is the one that does. The
@@ -211,7 +211,7 @@ pub enum CcAlgorithm {
     NewReno,
     /// RFC 9438 CUBIC.
     Cubic,
-    /// XCP, window-based (DESIGN §8.4): offers XCP in the SYN; NewReno if
+    /// XCP, window-based (DESIGN §7.2): offers XCP in the SYN; NewReno if
     /// the peer does not take it up.
     Xcp,
     /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer

@@ -1,4 +1,4 @@
-//! The XCP sender's window (DESIGN §8.4; seed `xcp-vs-rcp.txt` §2.2 and
+//! The XCP sender's window (DESIGN §7.2; seed `xcp-vs-rcp.txt` §2.2 and
 //! §4.2; Katabi, Handley, Rohrs, SIGCOMM 2002, §3.2; Falk, Pryadkin,
 //! Katabi, draft-falk-xcp-spec-03, July 2007).
 //!
@@ -47,7 +47,7 @@
 //!   Ramps advance whenever the connection reports an ACK or feedback.
 //! * **Purely rate-based** ([`XcpVariant::PureRate`]): the same ramps, but
 //!   paced at `cwnd / min RTT`, and the flight may reach `2·cwnd + 2·MSS`.
-//!   Dividing by srtt (DESIGN §8.4's rate-based sender) makes a growing
+//!   Dividing by srtt (DESIGN §7.2's rate-based sender) makes a growing
 //!   queue slow the sender down by itself — a delay-based brake on top of
 //!   XCP's loop, which the seed's rate-based sender, whose state is the
 //!   inter-packet time (seed §3.1, §4.2), does not have. Without that brake
@@ -56,7 +56,7 @@
 //!
 //! # Losses
 //!
-//! A loss gets NewReno's reaction (DESIGN §8.4, seed §4.2: "XCP falls back
+//! A loss gets NewReno's reaction (DESIGN §7.2, seed §4.2: "XCP falls back
 //! to TCP congestion control when losses occur"): `ssthresh =
 //! max(FlightSize/2, 2·MSS)`, `cwnd = ssthresh` after a fast retransmit,
 //! one MSS after an RTO, once per loss episode; the connection runs the

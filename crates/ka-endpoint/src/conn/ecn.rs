@@ -1,4 +1,4 @@
-//! Explicit Congestion Notification (RFC 3168; DESIGN §8.6).
+//! Explicit Congestion Notification (RFC 3168; DESIGN §6.4).
 //!
 //! Whether a connection asks for or accepts ECN is
 //! [`TcpConfig::ecn`](crate::TcpConfig::ecn) ([`EcnMode`]); ECN is on for the

@@ -16,7 +16,7 @@ impl Connection {
         // KA or native RCP first: the RCP option changes our IP header
         // length, hence the MSS a passive side announces.
         let ipv6 = self.remote.is_ipv6();
-        // XCP (DESIGN §8.4) excludes KA and native RCP (see `conn::xcp`).
+        // XCP (DESIGN §7.2) excludes KA and native RCP (see `conn::xcp`).
         let xcp = self.negotiate_xcp(o, ipv6);
         let rcp = !xcp
             && if self.passive {

@@ -1,4 +1,4 @@
-//! The Kick-Ass parts of a connection (DESIGN §5.2, §5.3; paper §II-C).
+//! The Kick-Ass parts of a connection (DESIGN §6.2, §6.3; paper §II-C).
 //!
 //! Receiver: every leading fragment that belonged to this connection bumps a
 //! wrapping counter and records `code = L/8`; every ACK then carries
@@ -30,7 +30,7 @@
 //!   first segment — would carry no signal and delay KA mode by an RTT (and
 //!   a delayed ACK); a path that never signals has no KA router to tell.
 //!
-//! # Deviation from DESIGN §5.3: coming back after a loss
+//! # Deviation from DESIGN §6.3: coming back after a loss
 //!
 //! DESIGN (and paper §II-C3) let a flow that left KA mode by loss return only
 //! once its TCP rate `cwnd / srtt` reaches the signalled R. While a flow is
@@ -78,7 +78,7 @@
 //! A return by the paper's rule (`cwnd/srtt ≥ R`) or after a silence of the
 //! routers has no cap.
 //!
-//! # Native-RCP carrier (baseline, DESIGN §3.4)
+//! # Native-RCP carrier (baseline, DESIGN §7.1)
 //!
 //! With [`KaConfig::native_rcp`](crate::KaConfig::native_rcp) the same mode
 //! machine runs on a different signal source, so that the only difference

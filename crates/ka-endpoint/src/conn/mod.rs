@@ -1,4 +1,4 @@
-//! One TCP connection as a sans-IO state machine (DESIGN §5.1).
+//! One TCP connection as a sans-IO state machine (DESIGN §6.1).
 //!
 //! The [`Stack`](crate::Stack) owns connections, parses packets and hands
 //! each connection its segments ([`Connection::handle_segment`]) and the
@@ -27,14 +27,14 @@
 //!
 //! # DF policy
 //! A KA connection (KA offered or negotiated) never sets DF except on RTT
-//! indicators, so KA routers can fragment its data (DESIGN §5.3). A plain
+//! indicators, so KA routers can fragment its data (DESIGN §6.3). A plain
 //! TCP connection sets DF on every packet (as Linux does), except on packets
 //! whose total IP length falls in the indicator range 600..=611, which would
 //! otherwise be mistaken for RTT indicators by KA routers.
 //!
 //! # Router-assisted baselines
-//! Native RCP (DESIGN §3.4) runs the KA mode machine on another carrier
-//! (see `ka`); XCP (DESIGN §8.4) is a controller plus its carrier (see
+//! Native RCP (DESIGN §7.1) runs the KA mode machine on another carrier
+//! (see `ka`); XCP (DESIGN §7.2) is a controller plus its carrier (see
 //! `xcp`), and an XCP connection does no KA.
 
 mod ecn;
@@ -340,7 +340,7 @@ impl Connection {
         self.ka.enabled
     }
 
-    /// Whether the native-RCP carrier (DESIGN §3.4) was negotiated: the
+    /// Whether the native-RCP carrier (DESIGN §7.1) was negotiated: the
     /// explicit-rate mode machine runs on IPv4 RCP options and RCP-Echo
     /// instead of KA fragments.
     pub fn native_rcp(&self) -> bool {

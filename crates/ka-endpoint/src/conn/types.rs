@@ -79,7 +79,7 @@ pub struct Transmit {
     pub dont_frag: bool,
     /// This segment is an RTT indicator (its IP total length is `600 + k`).
     pub indicator: bool,
-    /// The IPv4 RCP option (DESIGN §3.4) to put into this packet's IP
+    /// The IPv4 RCP option (DESIGN §7.1) to put into this packet's IP
     /// header (native-RCP connections: SYN and data segments). Not counted
     /// in `len`; [`Connection::ip_options_room`](super::Connection::ip_options_room)
     /// says how much room to leave for it.
@@ -87,7 +87,7 @@ pub struct Transmit {
     /// The ECN codepoint for the IP header: ECT(0) on new data of an ECN
     /// connection, else Not-ECT (see the `conn::ecn` docs).
     pub ecn: ka_codec::wire::ecn::Ecn,
-    /// The IPv4 XCP option (DESIGN §8.4) to put into this packet's IP
+    /// The IPv4 XCP option (DESIGN §7.2) to put into this packet's IP
     /// header (data segments of an XCP sender), padded to 16 bytes. Not
     /// counted in `len`, like `rcp_option`.
     pub xcp_option: Option<ka_codec::XcpOption>,

@@ -1,4 +1,4 @@
-//! The XCP parts of a connection (DESIGN §8.4; seed `xcp-vs-rcp.txt` §2.2;
+//! The XCP parts of a connection (DESIGN §7.2; seed `xcp-vs-rcp.txt` §2.2;
 //! Falk, Pryadkin, Katabi, draft-falk-xcp-spec-03, July 2007). The sender's
 //! window arithmetic is the [`Xcp`](crate::Xcp) controller; this is the
 //! carrier around it.

@@ -119,7 +119,7 @@ impl KaStream {
         self.stats().conn.ka_enabled
     }
 
-    /// Whether XCP was negotiated (DESIGN §8.4).
+    /// Whether XCP was negotiated (DESIGN §7.2).
     pub fn xcp_enabled(&self) -> bool {
         self.stats().conn.xcp_enabled
     }

@@ -153,7 +153,7 @@ impl Stack {
     }
 
     /// Records a leading fragment's payload length with its connection
-    /// (before reassembly, DESIGN §5.2).
+    /// (before reassembly, DESIGN §6.2).
     pub(super) fn leading_fragment(
         &mut self,
         now: Instant,

@@ -1,4 +1,4 @@
-//! IPv4/IPv6 fragment reassembly with hard caps (DESIGN §5.2).
+//! IPv4/IPv6 fragment reassembly with hard caps (DESIGN §6.2).
 //!
 //! * Each datagram in progress is keyed like RFC 791 / RFC 8200 say
 //!   (IPv4: source, destination, protocol, identification; IPv6: source,

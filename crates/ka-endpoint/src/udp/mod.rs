@@ -1,10 +1,10 @@
-//! LCCP-controlled UDP (DESIGN §8.7; seed `dcc-middleboxes.txt`): a
+//! LCCP-controlled UDP (DESIGN §5.3; seed `dcc-middleboxes.txt`): a
 //! constant-bit-rate source whose rate a LCCP middlebox controls, and the
 //! sink that reads the middlebox's signal and reports it back.
 //!
 //! The DCC seed's LCCP is "protocol independent", so it can control
 //! traffic that has no congestion control of its own (UDP). Our LCCP
-//! carrier is the one TCP uses (DESIGN §8.7): the middlebox's port
+//! carrier is the one TCP uses (DESIGN §5.3): the middlebox's port
 //! fragments on purpose so the leading fragment's payload length encodes
 //! the per-flow rate (KA), or lowers the rate field of the native-RCP IPv4
 //! option. A UDP application has no ACKs to echo it in, so:
@@ -22,7 +22,7 @@
 //! * the source takes a report whose count changed as a fresh signal and
 //!   paces at the smaller of the rates it carries (KA codes decoded with
 //!   the configured scale). A report with the same count is stale, as in
-//!   the KA sender's mode machine (DESIGN §5.3).
+//!   the KA sender's mode machine (DESIGN §6.3).
 //! * **Silence**: with no fresh signal for `max(4·srtt, 2 packet times)`
 //!   (2 s before the first RTT sample) the source halves its rate, down to
 //!   a floor — TFRC's no-feedback timer (RFC 5348 §4.4), the closest

@@ -41,7 +41,7 @@ pub struct CbrConfig {
     /// The scale KA codes in reports are decoded with. Default
     /// [`Scale::PAPER`].
     pub scale: Scale,
-    /// Carry the native-RCP IPv4 option (DESIGN §3.4) so an RCP carrier can
+    /// Carry the native-RCP IPv4 option (DESIGN §7.1) so an RCP carrier can
     /// signal too. Default true for controlled sources.
     pub rcp_option: bool,
     /// Set Don't-Fragment. A controlled source must not (a KA middlebox

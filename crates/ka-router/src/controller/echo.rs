@@ -6,8 +6,8 @@
 //! connections (announced at the SYN, young from their first echo for half
 //! an RTT, then settled) and runs RCP's loop ([`RcpLoop`](super::RcpLoop))
 //! on a multiplier κ of the fair share: `R = (κ·A₀ − ΣL − Y) / max(1, N)`.
-//! In addition the port lowers the rate echo (KA-Rate, DESIGN §3.3, or
-//! RCP-Echo, §3.4) of the ACKs that pass back ([`Port::on_reverse`](crate::Port::on_reverse)):
+//! In addition the port lowers the rate echo (KA-Rate, DESIGN §2.3, or
+//! RCP-Echo, DESIGN §7.1) of the ACKs that pass back ([`Port::on_reverse`](crate::Port::on_reverse)):
 //! `echo ← min(echo, rate)`. A newcomer takes its share when it starts and
 //! the settled flows make room at that moment, so there is neither a
 //! flash-crowd overflow nor Crowd's cost to long flows (Fig. 3, KA, seeds

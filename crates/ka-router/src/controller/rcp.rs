@@ -15,7 +15,7 @@ use super::{Measurement, RateController};
     serde(rename_all = "kebab-case")
 )]
 pub enum QueueMeasure {
-    /// The queue when the control interval ends (DESIGN §4.3, the ns-2
+    /// The queue when the control interval ends (DESIGN §3.5, the ns-2
     /// reference code). The default.
     #[default]
     Now,
@@ -38,7 +38,7 @@ pub enum QueueMeasure {
     serde(rename_all = "kebab-case")
 )]
 pub enum RcpUpdate {
-    /// `R ← R · (1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`: DESIGN §4.3 and
+    /// `R ← R · (1 + x)`, `x = (T/d)(α(C − y) − βq/d)/C`: DESIGN §3.5 and
     /// the ns-2 reference code, literally. When `x ≤ −1` (a queue of about
     /// a bandwidth-delay product when T = d) R drops to R_min in one step.
     Linear,
@@ -53,7 +53,7 @@ pub enum RcpUpdate {
     Exponential,
 }
 
-/// Knobs of the RCP controller (DESIGN §4.3).
+/// Knobs of the RCP controller (DESIGN §3.5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -75,7 +75,7 @@ pub struct RcpConfig {
     /// that below the scale the port should stop signalling (senders fall
     /// back to TCP, paper §II-A) and R would climb back within a few RTTs
     /// "once the load goes away". But the load that drove R there is the
-    /// port's own KA flows: silenced, they fall back to TCP (DESIGN §5.3,
+    /// port's own KA flows: silenced, they fall back to TCP (DESIGN §6.3,
     /// "left by silence"), keep the queue standing, and RCP's β·q/d term
     /// holds R at the floor for as long as those flows last. A flash crowd
     /// at a small bandwidth-delay product crashes R that far (RCP reacts
@@ -96,10 +96,10 @@ pub struct RcpConfig {
     /// EWMA gain for the RTT estimate d from RTT indicators. Default 0.02.
     pub rtt_gain: f64,
     /// Which queue length the update uses. Default [`QueueMeasure::Now`]
-    /// (DESIGN §4.3).
+    /// (DESIGN §3.5).
     pub queue_measure: QueueMeasure,
     /// A standing queue this long (at C) is free: q in the formula is
-    /// `max(0, q − queue_target · C)`. Default 0 (DESIGN §4.3).
+    /// `max(0, q − queue_target · C)`. Default 0 (DESIGN §3.5).
     ///
     /// *Why the `ka-router` binary sets 5 ms (and the persistent queue, and
     /// [`PortConfig::dither`]).* In equilibrium RCP trades queue for spare
@@ -118,7 +118,7 @@ pub struct RcpConfig {
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub queue_target: Duration,
     /// How an interval's measurement updates R. Default
-    /// [`RcpUpdate::Exponential`] (a deviation from DESIGN §4.3's literal
+    /// [`RcpUpdate::Exponential`] (a deviation from DESIGN §3.5's literal
     /// formula, [`RcpUpdate::Linear`]; see there).
     pub update: RcpUpdate,
 }
@@ -145,7 +145,7 @@ impl Default for RcpConfig {
 /// RTT producing infinities.
 pub const MIN_RTT_MS: f64 = 1e-6;
 
-/// RCP's control law (DESIGN §4.3) on one multiplied quantity v: once per
+/// RCP's control law (DESIGN §3.5) on one multiplied quantity v: once per
 /// control interval `v ← v · eˣ` (or `v · (1 + x)`, per
 /// [`RcpConfig::update`]) with `x = (T/d) · (α·(C − y) − β·q/d) / C`,
 /// clamped to bounds the caller picks.
@@ -255,7 +255,7 @@ impl RcpLoop {
 /// The RCP controller: [`RcpLoop`] on R itself, clamped to
 /// `[min(R_min, C), R_max]`, starting at `R₀ = initial_frac · C`.
 ///
-/// **Deviation from DESIGN §4.3 (upper clamp).** DESIGN clamps R to C. KA
+/// **Deviation from DESIGN §3.5 (upper clamp).** DESIGN clamps R to C. KA
 /// signals R quantised *down* to a code (encode never over-states), and the
 /// codes are 6.45 % apart, so with R ≤ C a lone flow is held at the code
 /// below C: up to 6.45 % of the link (plus the 1.3 % a split's extra header

@@ -1,4 +1,4 @@
-//! The drop-tail FIFO (limit in packets): DESIGN §4.1's queue.
+//! The drop-tail FIFO (limit in packets): DESIGN §3.1's queue.
 
 use std::collections::VecDeque;
 

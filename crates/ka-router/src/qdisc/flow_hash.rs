@@ -15,7 +15,7 @@
 //!
 //! All pieces of a fragmented datagram therefore share one queue (only the
 //! first carries the ports), so FQ-CoDel never reorders them against each
-//! other. A KA router upstream splits packets on purpose (DESIGN §4.2):
+//! other. A KA router upstream splits packets on purpose (DESIGN §3.4):
 //! its fragments share the queue of all fragmented traffic between the two
 //! hosts, as they would on Linux.
 //!

@@ -1,4 +1,4 @@
-//! FQ-CoDel (RFC 8290 with CoDel per RFC 8289; DESIGN §8.3), after Linux's
+//! FQ-CoDel (RFC 8290 with CoDel per RFC 8289; DESIGN §4.3), after Linux's
 //! `sch_fq_codel.c`.
 //!
 //! * **Classification** (RFC 8290 §4.1.1): a packet joins flow queue

@@ -1,5 +1,5 @@
 //! Queue disciplines: the swappable queue stage of a [`Port`](crate::Port)
-//! (DESIGN §8.1).
+//! (DESIGN §3.1).
 //!
 //! A port's pipeline is
 //!
@@ -17,9 +17,9 @@
 //!
 //! | kind | file | what |
 //! |---|---|---|
-//! | [`DropTail`] | `droptail.rs` | FIFO, tail drop at the limit (DESIGN §4.1; the default) |
-//! | [`Red`] | `red.rs` | RED with gentle mode, count-based spacing, idle-time correction and ECN (DESIGN §8.2) |
-//! | [`FqCodel`] | `fq_codel.rs` | FQ-CoDel: hashed flow queues, DRR with new/old lists, overflow from the fattest queue (DESIGN §8.3, RFC 8290) |
+//! | [`DropTail`] | `droptail.rs` | FIFO, tail drop at the limit (DESIGN §3.1; the default) |
+//! | [`Red`] | `red.rs` | RED with gentle mode, count-based spacing, idle-time correction and ECN (DESIGN §4.2) |
+//! | [`FqCodel`] | `fq_codel.rs` | FQ-CoDel: hashed flow queues, DRR with new/old lists, overflow from the fattest queue (DESIGN §4.3, RFC 8290) |
 //! |  | `codel.rs` | the CoDel state machine of each FQ-CoDel flow queue (RFC 8289) |
 //! |  | `flow_hash.rs` | FQ-CoDel's flow key and keyed hash (RFC 8290 §4.1.1) |
 //! |  | `rng.rs` | SplitMix64, the disciplines' seeded randomness |
@@ -174,13 +174,13 @@ pub trait QueueDiscipline: Send + fmt::Debug {
     serde(tag = "kind", rename_all = "kebab-case")
 )]
 pub enum QdiscConfig {
-    /// FIFO with tail drop (DESIGN §4.1). The default.
+    /// FIFO with tail drop (DESIGN §3.1). The default.
     #[default]
     #[cfg_attr(feature = "serde", serde(rename = "droptail"))]
     DropTail,
-    /// Random Early Detection (DESIGN §8.2).
+    /// Random Early Detection (DESIGN §4.2).
     Red(RedConfig),
-    /// FQ-CoDel (DESIGN §8.3, RFC 8290).
+    /// FQ-CoDel (DESIGN §4.3, RFC 8290).
     FqCodel(FqCodelConfig),
 }
 

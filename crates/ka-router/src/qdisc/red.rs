@@ -1,5 +1,5 @@
 //! RED — Random Early Detection (Floyd & Jacobson, "Random Early Detection
-//! Gateways for Congestion Avoidance", IEEE/ACM ToN 1993; DESIGN §8.2),
+//! Gateways for Congestion Avoidance", IEEE/ACM ToN 1993; DESIGN §4.2),
 //! with the "gentle" variant (Floyd 2000) and ECN marking (RFC 3168).
 //!
 //! Per arrival, with q the queue length in packets before the arrival:
@@ -37,7 +37,7 @@
 //!    the queue against senders that ignore marks. So below the hard
 //!    limit an ECT packet is never dropped.
 //!
-//! The average is in packets (DESIGN §8.2); randomness is SplitMix64
+//! The average is in packets (DESIGN §4.2); randomness is SplitMix64
 //! seeded from the port's `seed` (`rng.rs`), one draw per arrival in the
 //! early region. Memory: at most `limit` packets; the ring buffer grows on
 //! demand; the rest is fixed-size.
@@ -50,7 +50,7 @@ use super::rng::SplitMix64;
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 use crate::error::ConfigError;
 
-/// RED's knobs (DESIGN §8.2; defaults as the XCP-vs-RCP seed §5.1 uses it).
+/// RED's knobs (DESIGN §4.2; defaults as the XCP-vs-RCP seed §5.1 uses it).
 /// Thresholds are in packets (the average queue is in packets).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(

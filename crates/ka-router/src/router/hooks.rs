@@ -1,7 +1,7 @@
 //! Per-interface hooks ([`InterfaceHook`]): what a driver attaches to one
 //! port of a [`Router`](super::Router) to watch the packets entering it or
 //! to steer it over time — a middlebox's aggregate controller that moves
-//! the port's capacity (DESIGN §8.7, [`crate::aggregate`]), a tap that
+//! the port's capacity (DESIGN §5.3, [`crate::aggregate`]), a tap that
 //! reports what the port did to some traffic.
 
 use std::time::Instant;

@@ -226,7 +226,7 @@ impl Router {
     }
 
     /// Runs every packet the router forwards through `rwm` before its
-    /// egress (DESIGN §8.5): packets leaving by one of `reverse` travel
+    /// egress (DESIGN §5.2): packets leaving by one of `reverse` travel
     /// [`Side::Reverse`], all others [`Side::Forward`].
     pub fn set_rwm(&mut self, rwm: Rwm, reverse: impl IntoIterator<Item = usize>) {
         self.rwm = Some(Box::new(rwm));

@@ -1,4 +1,4 @@
-//! RWM — receive-window modulation (DESIGN §8.5; seed
+//! RWM — receive-window modulation (DESIGN §5.2; seed
 //! `rwm-receive-window-modulation.txt`, Ciaccia et al.).
 //!
 //! An edge router caps the receive window every TCP receiver advertises at
@@ -8,7 +8,7 @@
 //!
 //! ## Where it sits
 //!
-//! RWM is the *flow middlebox* stage of the port pipeline (DESIGN §8.1),
+//! RWM is the *flow middlebox* stage of the port pipeline (DESIGN §3.1),
 //! but it needs **both directions** of every connection (the SYN one way,
 //! the SYN-ACK the other; data one way, ACKs the other), so it is not a
 //! stage inside one [`Port`](crate::Port): an [`Rwm`] belongs to whoever
@@ -77,7 +77,7 @@
 //!   headers walked by [`ka_codec::wire::ipv6::layout`]; a leading
 //!   fragment is handled if the whole TCP header is in it).
 //!
-//! ## Where this differs from DESIGN §8.5 and the seed, and why
+//! ## Where this differs from DESIGN §5.2 and the seed, and why
 //!
 //! * n_j counts the class's *active* flows, not every flow in the table
 //!   (idle keep-alive connections would otherwise shrink everyone's

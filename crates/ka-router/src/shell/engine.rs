@@ -8,7 +8,7 @@
 //!                    └──────────────────────────────┘
 //! ```
 //!
-//! Release times must be met to tens of microseconds (DESIGN §4.1), which
+//! Release times must be met to tens of microseconds (DESIGN §3.1), which
 //! tokio's 1 ms timer cannot do, so a dedicated thread owns both
 //! [`Forwarder`] directions. It waits for whichever comes first, a readable
 //! device or the next departure (`TunInput`: `ppoll(2)` with a nanosecond
@@ -67,7 +67,7 @@ const INPUT_BATCH: usize = 256;
 /// What the router attaches to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Link {
-    /// Two layer-3 TUN devices (DESIGN §4.5, §4.6).
+    /// Two layer-3 TUN devices (DESIGN §8.1, §8.2).
     #[default]
     Tun,
     /// Two existing Ethernet interfaces, bridged at layer 2 through

@@ -56,7 +56,7 @@ impl KaPorts {
         }
     }
 
-    /// Puts `rwm` in front of both ports (DESIGN §8.5): packets leaving by
+    /// Puts `rwm` in front of both ports (DESIGN §5.2): packets leaving by
     /// the `--in` device travel [`Side::Reverse`](crate::rwm::Side).
     pub fn with_rwm(mut self, rwm: Rwm) -> Self {
         self.router.set_rwm(rwm, [IN]);

@@ -15,7 +15,7 @@
 //! * [`pcap`] — capture of every written packet (`LINKTYPE_RAW`);
 //! * [`stamplog`] — the CSV record of every leading fragment written
 //!   (`--stamp-log`);
-//! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §4.6)
+//! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §8.2)
 //!   for integration tests and examples.
 
 pub mod bridge;

@@ -12,7 +12,7 @@
 //! pcap record of that packet carries, `--pcap`); `ident` the IPv4
 //! identification or IPv6 fragment identification; `len` the leading
 //! payload L; `code` = L/8 (the KA-Rate wire value); `rate_bps` = R(L) on
-//! the paper's scale (DESIGN §3.1; the binary always uses it), in bit/s,
+//! the paper's scale (DESIGN §2.1; the binary always uses it), in bit/s,
 //! or empty when L is not a code of that scale. The line is about what
 //! left the router: a leading fragment that arrived from upstream and was
 //! not shrunk is logged too (it is the signal receivers downstream see).
@@ -54,7 +54,7 @@ pub struct Leading {
     /// IPv4 identification or IPv6 fragment identification.
     pub ident: u32,
     /// Leading payload L: IPv4 total length − header length; IPv6 the
-    /// fragmentable part after the Fragment header (DESIGN §3.1).
+    /// fragmentable part after the Fragment header (DESIGN §2.1).
     pub len: usize,
 }
 

@@ -1,4 +1,4 @@
-//! A two-namespace testbed joined by a router (DESIGN §4.6).
+//! A two-namespace testbed joined by a router (DESIGN §8.2).
 //!
 //! Mahimahi's wiring: two TUN devices are created in the root namespace
 //! (`ip tuntap add`), a router process attaches to both, then each device is

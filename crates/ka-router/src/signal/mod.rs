@@ -1,5 +1,5 @@
 //! Signalling stages: what a [`Port`](crate::Port) learns from arriving
-//! packets and writes into departing ones (DESIGN §8.1).
+//! packets and writes into departing ones (DESIGN §3.1).
 //!
 //! The port owns the queue discipline, the shaper and the delay line; the
 //! signalling stage owns everything protocol-specific: the controller and

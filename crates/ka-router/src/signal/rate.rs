@@ -1,7 +1,7 @@
 //! Explicit-rate signalling: a [`RateController`] (RCP by default, DESIGN
-//! §4.3) run every control interval, and a carrier that tells senders R on
-//! dequeue — Kick-Ass fragments with the TCP-mode detector (DESIGN §4.2,
-//! §4.4), the native-RCP IPv4 option (DESIGN §3.4), or nothing.
+//! §3.5) run every control interval, and a carrier that tells senders R on
+//! dequeue — Kick-Ass fragments with the TCP-mode detector (DESIGN §3.4,
+//! §3.6), the native-RCP IPv4 option (DESIGN §7.1), or nothing.
 //!
 //! See the crate docs ("Control loop") for the exact rules; this is the
 //! code that implements them.

@@ -1,6 +1,6 @@
 //! Rate echoes on the reverse path (the `echo` controller,
-//! [`crate::Port::on_reverse`]): find the KA-Rate (DESIGN §3.3) or
-//! RCP-Echo (§3.4) option of an ACK-carrying TCP segment and lower it in
+//! [`crate::Port::on_reverse`]): find the KA-Rate (DESIGN §2.3) or
+//! RCP-Echo (DESIGN §7.1) option of an ACK-carrying TCP segment and lower it in
 //! place, patching the TCP checksum incrementally (RFC 1624), so a
 //! segment whose checksum was right stays right. The packet is read through
 //! its one parse ([`ka_codec::wire::Segment`]) and its options through the

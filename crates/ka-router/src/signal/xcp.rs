@@ -1,4 +1,4 @@
-//! XCP router signalling (DESIGN §8.4; seed `xcp-vs-rcp.txt` §2.2; Katabi,
+//! XCP router signalling (DESIGN §7.2; seed `xcp-vs-rcp.txt` §2.2; Katabi,
 //! Handley, Rohrs, "Congestion Control for High Bandwidth-Delay Product
 //! Networks", SIGCOMM 2002, §3.5; Falk, Pryadkin, Katabi,
 //! draft-falk-xcp-spec-03, July 2007).

@@ -12,7 +12,7 @@ pub fn stamp_ipv4(packet: Vec<u8>, wanted: Code) -> Stamped {
     stamp_ipv4_with(&StampConfig::default(), packet, wanted)
 }
 
-/// Applies DESIGN §4.2 rules 1, 2, 4 and 5 to one IPv4 packet for the
+/// Applies DESIGN §3.4 rules 1, 2, 4 and 5 to one IPv4 packet for the
 /// wanted code `wanted`.
 ///
 /// On a split, the leading fragment keeps the whole original header (all

@@ -1,5 +1,5 @@
 //! KA stamping: fragment a packet on dequeue so the leading fragment's
-//! payload length is the rate code (DESIGN §4.2, paper §II).
+//! payload length is the rate code (DESIGN §3.4, paper §II).
 //!
 //! The functions here are pure (no port state): [`stamp_ipv4`] and
 //! [`stamp_ipv6`] apply rules 1, 2, 4 and 5 for a given wanted code; rule 3
@@ -14,9 +14,9 @@
 //! would lower an upstream signal that is already below ours.
 //!
 //! A whole packet (IPv4 MF = 0; IPv6 without a Fragment header, or an atomic
-//! one) carries `wanted` if `wanted < P`. If `wanted ≥ P`, DESIGN §3.1 says
+//! one) carries `wanted` if `wanted < P`. If `wanted ≥ P`, DESIGN §2.1 says
 //! "saturate" (carry the largest code below P: a 1500-byte IPv4 packet at a
-//! wanted 1480 carries 1472) while §4.2 rule 4 says a packet that is "too
+//! wanted 1480 carries 1472) while §3.4 rule 4 says a packet that is "too
 //! small" stays untouched. Both hold here through
 //! [`StampConfig::saturate_min_payload`]: a whole packet saturates only if
 //! `P ≥ saturate_min_payload` (default [`DEFAULT_SATURATE_MIN_PAYLOAD`] =

@@ -241,7 +241,7 @@ impl Flow {
     }
 
     /// The sender's inferred mode at the end of each bin with traffic:
-    /// `true` = KA. Rule (paper §II-C as DESIGN §5.3 implements
+    /// `true` = KA. Rule (paper §II-C as DESIGN §6.3 implements
     /// it, seen from the wire): KA while a fresh KA-Rate echo (changed
     /// count) has reached the capture point within the last 1.5 RTT and the
     /// sender has not retransmitted within the last RTT. Only for KA flows.

@@ -10,12 +10,12 @@
 //!   entity `flow:<id>`, time = end of a `--bin`-wide bin since the first
 //!   packet). Metrics: `wire_bps` (the sender's IP bytes), `throughput_bps`
 //!   (sequence space newly covered), `rate_bps` (the lowest rate leading
-//!   fragments signalled in the bin, DESIGN §3.1 decode on the paper's
+//!   fragments signalled in the bin, DESIGN §2.1 decode on the paper's
 //!   scale), `ka_mode` (inferred, below), `echo_rate_bps` and
 //!   `fresh_echoes` (KA-Rate on the receiver's ACKs: the rate and how many
-//!   carried a new count), `rtt_indicator_ms` (DESIGN §3.2), `df_frac`
+//!   carried a new count), `rtt_indicator_ms` (DESIGN §2.2), `df_frac`
 //!   (data segments with DF), `rcp_rate_bps` and `xcp_feedback_bytes`
-//!   (native-RCP / XCP IPv4 options, DESIGN §3.4, §8.4).
+//!   (native-RCP / XCP IPv4 options, DESIGN §7.1, §7.2).
 //! * `trace_flows.csv`: one row per flow with what ka-sim has no column
 //!   for (endpoints, handshake RTT, DF use, retransmissions, signal range,
 //!   echo counts, RCP/XCP options and echoes, the sender's mode).
@@ -35,7 +35,7 @@
 //! for flows that negotiated KA, the sender is taken to be in KA mode at a
 //! bin's end if a fresh KA-Rate echo passed the capture point within the
 //! last 1.5 RTT and the sender has not retransmitted within the last RTT —
-//! DESIGN §5.3's exits (silence for an RTT, loss) seen from the wire. The
+//! DESIGN §6.3's exits (silence for an RTT, loss) seen from the wire. The
 //! RTT is the RTT indicators' (EWMA), else the handshake's, else 100 ms. It
 //! is an inference: a sender's internal state is not on the wire.
 //!

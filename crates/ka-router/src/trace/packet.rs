@@ -39,7 +39,7 @@ pub fn supported_linktype(linktype: u32) -> bool {
     ) || DLT_RAW_ALT.contains(&linktype)
 }
 
-/// A native-RCP IPv4 option (type 30, DESIGN §3.4).
+/// A native-RCP IPv4 option (type 30, DESIGN §7.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RcpOpt {
     /// Rate, bytes/s.
@@ -48,7 +48,7 @@ pub struct RcpOpt {
     pub rtt_ms: u16,
 }
 
-/// An XCP IPv4 option (type 94, DESIGN §8.4: `94, 14, H_cwnd u32, H_rtt
+/// An XCP IPv4 option (type 94, DESIGN §7.2: `94, 14, H_cwnd u32, H_rtt
 /// u32 µs, H_feedback i32, NOP, NOP`), as `ka_codec::xcp_option` parses
 /// it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,7 @@ pub struct PacketInfo {
     pub ip_payload_len: usize,
     /// KA leading-fragment payload L (offset 0, more fragments).
     pub leading_len: Option<usize>,
-    /// RTT-indicator k (DESIGN §3.2).
+    /// RTT-indicator k (DESIGN §2.2).
     pub indicator: Option<u8>,
     /// Upper-layer protocol (of the first fragment / whole packet).
     pub proto: u8,

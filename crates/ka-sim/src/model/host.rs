@@ -1,5 +1,5 @@
 //! End hosts: a `ka_endpoint::Stack` (the real sans-IO TCP with the KA mode
-//! machine) plus the application that drives it — the workload of DESIGN §6
+//! machine) plus the application that drives it — the workload of DESIGN §9
 //! on the sender side, a sink that reads everything on the receiver side.
 //!
 //! Application behaviour (all of it is "what a program using sockets does";
@@ -112,13 +112,13 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
         }
         FlowKind::Rcp => {
             // The native-RCP carrier: the KA mode machine on IPv4 RCP
-            // options (DESIGN §3.4); NewReno if it ever falls back.
+            // options (DESIGN §7.1); NewReno if it ever falls back.
             t.ka.enabled = true;
             t.ka.native_rcp = true;
             t.cc = CcAlgorithm::NewReno;
         }
         FlowKind::Xcp | FlowKind::XcpRate | FlowKind::XcpRatePure => {
-            // XCP (DESIGN §8.4): no KA; NewReno if the receiver does not
+            // XCP (DESIGN §7.2): no KA; NewReno if the receiver does not
             // answer XCP-Permitted (simulated receivers do).
             t.ka.enabled = false;
             t.cc = match kind {

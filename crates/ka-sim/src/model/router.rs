@@ -42,7 +42,7 @@ impl RouterNode {
     }
 
     /// Runs every packet this router forwards through `rwm` before its
-    /// egress (DESIGN §8.5); packets leaving through `reverse_iface` travel
+    /// egress (DESIGN §5.2); packets leaving through `reverse_iface` travel
     /// `Side::Reverse` (the hop's reverse port), all others `Side::Forward`.
     pub fn set_rwm(&mut self, rwm: Rwm, reverse_iface: usize) {
         self.router.set_rwm(rwm, [reverse_iface]);

@@ -1,4 +1,4 @@
-//! Queue disciplines against Kick-Ass (DESIGN §8.1–8.3): the paper compares
+//! Queue disciplines against Kick-Ass (DESIGN §3.1, §4.2, §4.3): the paper compares
 //! KA with "CUBIC on FQ-CoDel with ECN" on its testbed (§IV-A, Figs 8–10),
 //! and the XCP-vs-RCP seed runs TCP over RED (§5.1). Two experiments, each
 //! with four variants — `ka` (KA endpoints through a KA port with its

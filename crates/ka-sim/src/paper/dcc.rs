@@ -1,5 +1,5 @@
 //! The DCC seed (Neumann et al., "Decoupling Congestion Control using
-//! Traffic Aggregates and Middleboxes"; DESIGN §8.7) on the `dcc`
+//! Traffic Aggregates and Middleboxes"; DESIGN §5.3) on the `dcc`
 //! topology ([`crate::scenario::dcc`]):
 //!
 //! * `dcc-fig2`: the seed's Fig. 2 — 100 flows of 100 KB between two sites

@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | xcp-fig4 | `tcp/`, `ka/` | TCP never converges to equal rates and refills freed capacity slowly |
 //! | xcp-fig5 | `xcp/`, `ka/` | window XCP converges to equal rates in ~50 RTTs, queue small, freed capacity taken at once |
-//! | xcp-fig6 | `xcp-rate-pure/`, `xcp-rate/`, `xcp/` | rate-based XCP oscillates: rate std ≥ 2× window XCP's (for the seed's sender, paced at cwnd/min RTT, and DESIGN §8.4's, paced at cwnd/srtt) |
+//! | xcp-fig6 | `xcp-rate-pure/`, `xcp-rate/`, `xcp/` | rate-based XCP oscillates: rate std ≥ 2× window XCP's (for the seed's sender, paced at cwnd/min RTT, and DESIGN §7.2's, paced at cwnd/srtt) |
 //! | xcp-fig7 | `rcp/`, `ka/` | RCP: equal rates at every instant after one RTT; queue peak above one BDP on an arrival (seed ≈ 1.7) |
 //!
 //! Rates are each flow's IP bytes reaching its receiver per 100 ms bin
@@ -472,11 +472,11 @@ impl Experiment for XcpTransient {
                         matches!((qa, qb), (Some(a), Some(b)) if a > b),
                     ));
                 }
-                // DESIGN §8.4's sender paces at cwnd/srtt: a growing queue
+                // DESIGN §7.2's sender paces at cwnd/srtt: a growing queue
                 // (a longer srtt) slows it by itself, so it should stay as
                 // calm as window XCP — our claim, not the seed's.
                 if let Some((rate, _)) = tr("xcp-rate") {
-                    let who = "rate-based XCP paced at cwnd/srtt (DESIGN §8.4's sender)";
+                    let who = "rate-based XCP paced at cwnd/srtt (DESIGN §7.2's sender)";
                     let (a, b) = (rate.steady_rate_std(), win.steady_rate_std());
                     let (qa, qb) = (rate.steady_queue(), win.steady_queue());
                     out.push(Claim::new(

@@ -23,7 +23,7 @@
 //! Flow sizes are grouped into buckets of equal width on a log scale (four
 //! per factor of ten, as [`crate::results::plot::fct_by_size`]); per bucket the mean FCT
 //! and its 5 % and 95 % quantiles. The reference curves are processor
-//! sharing, `FCT_PS(L) = 1.5·RTT + L/(C·(1−ρ))` (DESIGN §6), and the
+//! sharing, `FCT_PS(L) = 1.5·RTT + L/(C·(1−ρ))` (DESIGN §9), and the
 //! minimal FCT of a flow alone on the link, `1.5·RTT + L/C` (handshake,
 //! half a round trip, serialisation), with L the flow's size in full
 //! packets on the wire.

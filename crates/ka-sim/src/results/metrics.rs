@@ -140,7 +140,7 @@ impl Series {
     }
 }
 
-/// Processor-sharing flow completion time (DESIGN §6):
+/// Processor-sharing flow completion time (DESIGN §9):
 /// `FCT_PS(L) = 1.5·RTT + L / (C·(1−ρ))`, with L in bytes and C in bit/s.
 pub fn fct_ps(rtt: SimTime, len_bytes: u64, capacity_bps: u64, rho: f64) -> f64 {
     let rho = rho.clamp(0.0, 0.99);

@@ -1,4 +1,4 @@
-//! Receive-window modulation (DESIGN §8.5) in the simulator: the `rwm`
+//! Receive-window modulation (DESIGN §5.2) in the simulator: the `rwm`
 //! table of a hop is `ka_router::rwm::RwmConfig` itself, run on the router
 //! at the hop's far end — the receivers' edge router of the seed's Fig. 2,
 //! which sees data arriving over the hop and ACKs leaving through the

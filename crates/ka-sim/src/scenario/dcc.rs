@@ -1,5 +1,5 @@
 //! The DCC topology: congestion-control segments between two middleboxes
-//! (DESIGN §8.7; seed `dcc-middleboxes.txt`, Neumann et al.).
+//! (DESIGN §5.3; seed `dcc-middleboxes.txt`, Neumann et al.).
 //!
 //! ```text
 //!  site A hosts ─ MA ══ aggregate port A→B (capacity = aggregate rate, LCCP) ══▶ R1
@@ -70,7 +70,7 @@
 //! * `local = "lccp"`: the aggregate port runs RCP at C = the aggregate's
 //!   rate and tells every local host its per-flow share through the KA
 //!   signal (`lccp = "ka"`, hosts of kind `ka`) or the native-RCP option
-//!   (`lccp = "rcp"`, hosts of kind `rcp`), as DESIGN §8.7 fixes the
+//!   (`lccp = "rcp"`, hosts of kind `rcp`), as DESIGN §5.3 fixes the
 //!   carrier. **Deviation from the seed:** its LCCP feedback goes from the
 //!   middlebox straight to the host; ours rides the data to the receiver
 //!   and comes back in its ACKs (KA's path), so it takes one end-to-end
@@ -95,13 +95,13 @@
 //! flows, and the seed's load has more at times (then the port would stop
 //! signalling and hosts fall back to TCP). The local segment is under the
 //! operator's control, so a deployment may pick its own scale (DESIGN
-//! §3.1): `lccp_scale = "dcc"` (the default) is the paper scale shifted
+//! §2.1): `lccp_scale = "dcc"` (the default) is the paper scale shifted
 //! down 16× (b = 12.4392/16: 7.5 kbit/s … 654 Mbit/s, the same 6.45 %
 //! steps), used by the aggregate ports and every endpoint of the run;
 //! `"paper"` keeps [`Scale::PAPER`]. RCP's floor R_min on the aggregate
 //! ports is half the scale's smallest rate, as on any KA port.
 //!
-//! **LCCP's RCP.** RCP's defaults (DESIGN §4.3: α = 0.1, β = 1, R₀ =
+//! **LCCP's RCP.** RCP's defaults (DESIGN §3.5: α = 0.1, β = 1, R₀ =
 //! 0.05·C, the queue at the end of the interval) suit the paper's 150
 //! Mbit/s. On a 1 Mbit/s aggregate one new host's initial window (10
 //! packets) is 120 ms of queue, and β·q/d then drives R down by an order of

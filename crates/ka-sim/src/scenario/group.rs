@@ -10,7 +10,7 @@ pub enum FlowKind {
     /// Kick-Ass endpoint (NewReno in TCP mode).
     #[serde(rename = "ka")]
     Ka,
-    /// Native RCP carrier (DESIGN §3.4).
+    /// Native RCP carrier (DESIGN §7.1).
     #[serde(rename = "rcp")]
     Rcp,
     /// Plain TCP NewReno.
@@ -19,7 +19,7 @@ pub enum FlowKind {
     /// Plain TCP CUBIC.
     #[serde(rename = "tcp-cubic")]
     TcpCubic,
-    /// XCP, window-based (DESIGN §8.4). Through ports that are no XCP
+    /// XCP, window-based (DESIGN §7.2). Through ports that are no XCP
     /// router the feedback comes back as the sender asked it.
     #[serde(rename = "xcp")]
     Xcp,

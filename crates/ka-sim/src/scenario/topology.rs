@@ -17,7 +17,7 @@ pub enum PortKind {
     Rcp,
     /// Plain drop-tail.
     Droptail,
-    /// XCP router (DESIGN §8.4): lowers the feedback of the IPv4 XCP
+    /// XCP router (DESIGN §7.2): lowers the feedback of the IPv4 XCP
     /// option; knobs `xcp = { alpha, beta, gamma }` in `[router]`.
     Xcp,
 }
@@ -50,7 +50,7 @@ pub enum Topology {
     /// Any list of hops.
     Line(Line),
     /// Two middleboxes and the congestion-control segments between them
-    /// (DESIGN §8.7; see [`crate::scenario::dcc`]).
+    /// (DESIGN §5.3; see [`crate::scenario::dcc`]).
     Dcc(super::dcc::DccTopology),
 }
 

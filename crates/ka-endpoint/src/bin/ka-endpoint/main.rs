@@ -1,5 +1,5 @@
 //! `ka-endpoint`: a Kick-Ass end host on a TUN device — bulk sender or
-//! receiver over the userspace TCP/KA stack (DESIGN §5.4). See
+//! receiver over the userspace TCP/KA stack (DESIGN §8.3). See
 //! `ka-endpoint --help`.
 
 mod args;

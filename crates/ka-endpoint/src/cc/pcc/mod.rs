@@ -8,7 +8,7 @@
 //! # Why Vivace
 //!
 //! The Kick-Ass paper's testbed baseline (its ref. [8], §IV-A) is PCC;
-//! DESIGN §8.6 leaves the variant to us. Allegro's utility
+//! DESIGN §6.4 leaves the variant to us. Allegro's utility
 //! (`T·sigmoid(L − 0.05) − x·L`) reacts to loss only, so on a drop-tail
 //! path it fills the buffer, whatever its depth, and holds it at the loss
 //! threshold (the paper's Fig. 9 reports over a second of queueing for

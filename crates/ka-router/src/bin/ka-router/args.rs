@@ -161,7 +161,7 @@ pub struct Args {
 
     /// Queue q the RCP update uses: persistent = the smallest queue during the last RTT d
     /// (XCP's persistent queue; ignores the bunches a busy host's scheduler makes), now = the
-    /// queue when each control interval ends (DESIGN §4.3, the ns-2 reference code).
+    /// queue when each control interval ends (DESIGN §3.5, the ns-2 reference code).
     #[arg(
         long,
         value_name = "persistent|now",
@@ -172,7 +172,7 @@ pub struct Args {
     pub queue_measure: QueueMeasureArg,
 
     /// How a control interval updates R: exponential = R·eˣ (the exact solution of RCP's fluid
-    /// model over the interval; never collapses at small RTTs), linear = R·(1 + x) (DESIGN §4.3
+    /// model over the interval; never collapses at small RTTs), linear = R·(1 + x) (DESIGN §3.5
     /// and the ns-2 code; the same to first order), x = (T/d)(α(C − y) − βq/d)/C.
     #[arg(
         long,
@@ -185,13 +185,13 @@ pub struct Args {
 
     /// RCP queue target: this much standing queue (as time at --rate) is not drained. Absorbs
     /// the scheduling jitter of real hosts, which would otherwise hold R below the link rate.
-    /// 0 = DESIGN §4.3's formula.
+    /// 0 = DESIGN §3.5's formula.
     #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "5ms", conflicts_with = "config")]
     pub queue_target: Duration,
 
     /// Dither the signalled code between encode(R) and the next code up, so senders pace at R
     /// on average instead of R rounded down to a code (codes are 6.45 % apart). off = every
-    /// packet carries encode(R) (DESIGN §4.2).
+    /// packet carries encode(R) (DESIGN §3.4).
     #[arg(
         long,
         value_name = "on|off",
@@ -300,7 +300,7 @@ pub enum SignallingArg {
     Ka,
     /// Native RCP: lower the rate in the IPv4 RCP option.
     Rcp,
-    /// XCP: lower the feedback in the IPv4 XCP option (DESIGN §8.4).
+    /// XCP: lower the feedback in the IPv4 XCP option (DESIGN §7.2).
     Xcp,
     /// No signalling: a plain drop-tail shaper.
     None,

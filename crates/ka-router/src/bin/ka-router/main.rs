@@ -3,7 +3,7 @@
 //!
 //! Packets read from `--in` are shaped at `--rate` and written to `--out`;
 //! packets read from `--out` are shaped at `--reverse-rate` and written to
-//! `--in`. See `ka-router --help` and DESIGN §4.5.
+//! `--in`. See `ka-router --help` and DESIGN §8.1.
 
 mod args;
 mod qdisc_args;

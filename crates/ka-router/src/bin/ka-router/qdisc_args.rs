@@ -1,4 +1,4 @@
-//! `--qdisc` and the queue disciplines' knobs (DESIGN §8.1–8.3); they map
+//! `--qdisc` and the queue disciplines' knobs (DESIGN §3.1, §4.2, §4.3); they map
 //! onto `ka_router::qdisc::QdiscConfig` in `setup.rs`.
 
 use std::time::Duration;

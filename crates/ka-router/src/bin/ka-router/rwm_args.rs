@@ -1,4 +1,4 @@
-//! `--rwm` and its knobs: receive-window modulation (DESIGN §8.5,
+//! `--rwm` and its knobs: receive-window modulation (DESIGN §5.2,
 //! `ka_router::rwm`); they map onto `RwmConfig` in `setup.rs`.
 
 use clap::Args as ClapArgs;
