@@ -68,7 +68,9 @@ mapfile -t base_exes < <(build "$base_src" "$work/base-target")
 mapfile -t new_exes < <(build "$root" "$root/target")
 exe_of() { # list name
     local -n list=$1
-    for l in "${list[@]}"; do [ "${l%% *}" = "$2" ] && echo "${l#* }"; done
+    for l in "${list[@]}"; do
+        if [ "${l%% *}" = "$2" ]; then echo "${l#* }"; fi
+    done
 }
 
 # Criterion prints "<id>\n  time: [lo mid hi]" (or on one line for short
