@@ -99,7 +99,8 @@
 //! down 16× (b = 12.4392/16: 7.5 kbit/s … 654 Mbit/s, the same 6.45 %
 //! steps), used by the aggregate ports and every endpoint of the run;
 //! `"paper"` keeps [`Scale::PAPER`]. RCP's floor R_min on the aggregate
-//! ports is half the scale's smallest rate, as on any KA port.
+//! ports is half the scale's smallest rate (other KA ports use the smallest
+//! rate itself, [`ka_router::RcpConfig::min_rate`]).
 //!
 //! **LCCP's RCP.** RCP's defaults (DESIGN §3.5: α = 0.1, β = 1, R₀ =
 //! 0.05·C, the queue at the end of the interval) suit the paper's 150
