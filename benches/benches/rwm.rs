@@ -13,7 +13,11 @@
 //!
 //! As in `qdisc`, each iteration clones its input and drains the port (no
 //! signalling, drop-tail, 1 Tbit/s, one packet per simulated µs), so the
-//! two sides of each ratio differ only by `Rwm::process`.
+//! two sides of each ratio differ only by the RWM stage. With RWM a packet
+//! goes through as `ka_router::Router` forwards it: parsed once
+//! (`Layout::parse`), the parse handed to `Rwm::process_parsed` (or
+//! `process_batch_parsed`) and to `Port::push_parsed`; without it, plain
+//! `Port::push`.
 //!
 //! On a shared host the criterion figures of the two sides are taken
 //! seconds apart under different load, so before them the bench also
@@ -24,9 +28,9 @@
 //! packets have DF set, as kernel TCP sends them, so it never splits
 //! them: the cost of a KA + RWM gateway for legacy TCP) — with 10 000
 //! flows and, as a reference for RWM's work without memory stalls, with
-//! 100 — first one packet at a time (`Rwm::process`, what the binary does
+//! 100 — first one packet at a time (`Rwm::process_parsed`, what the binary does
 //! when one packet is ready per wake-up), then in batches of
-//! `ka_router::rwm::BATCH` (16) packets (`Rwm::process_batch`, what the
+//! `ka_router::rwm::BATCH` (16) packets (`Rwm::process_batch_parsed`, what the
 //! binary's loop does when that many are ready: it reads every ready
 //! packet, up to 256, and hands them to the core together).
 
@@ -36,6 +40,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use ka_codec::wire::build::{Addrs, TcpSegment};
 use ka_codec::wire::tcp::{ACK, SYN, TcpOptions, TcpRepr};
+use ka_codec::wire::{Layout, SegmentMut};
 use ka_router::rwm::{BATCH, Rwm, RwmConfig, Side};
 use ka_router::{Port, PortConfig, Signalling};
 
@@ -178,10 +183,23 @@ fn one_packet(
     *t += Duration::from_micros(1);
     *i = (*i + STRIDE) % pkts.len();
     let mut p = black_box(pkts).packet(*i);
-    if let Some(rwm) = rwm {
-        black_box(rwm.process(*t, side, &mut p));
+    match rwm {
+        // As `ka_router::Router` forwards: one parse, handed to RWM and
+        // to the port.
+        Some(rwm) => match Layout::parse(&p) {
+            Ok(l) => {
+                black_box(rwm.process_parsed(*t, side, &mut SegmentMut::with_layout(&mut p, l)));
+                port.push_parsed(*t, p, l);
+            }
+            Err(_) => {
+                black_box(rwm.process(*t, side, &mut p));
+                port.push(*t, p);
+            }
+        },
+        None => {
+            port.push(*t, p);
+        }
     }
-    port.push(*t, p);
     while let Some(p) = port.poll_transmit(*t) {
         black_box(p);
     }
@@ -224,7 +242,7 @@ fn rwm_stage(c: &mut Criterion) {
 /// per-packet times, of `rounds` interleaved rounds. With `batch` > 1 the
 /// packets go through as the `ka-router` binary hands them over when that
 /// many are ready at one wake-up: `batch` packets read (each with its own
-/// time), `Rwm::process_batch` on all of them, each pushed into the port,
+/// time), `Rwm::process_batch_parsed` on all of them, each pushed into the port,
 /// then the port drained — the same on both sides of the ratio.
 fn interleaved(
     name: &str,
@@ -243,6 +261,7 @@ fn interleaved(
     let mut t = t0 + Duration::from_millis(30);
     let mut i = 0usize;
     let mut bufs: Vec<(Instant, Vec<u8>)> = Vec::with_capacity(batch);
+    let mut layouts: Vec<Option<Layout>> = Vec::with_capacity(batch);
     let mut run = |with_rwm: bool, rwm: &mut Rwm| {
         let start = Instant::now();
         if batch == 1 {
@@ -264,10 +283,25 @@ fn interleaved(
                     bufs.push((t, black_box(&pkts).packet(i)));
                 }
                 if with_rwm {
-                    rwm.process_batch(bufs.iter_mut().map(|(t, p)| (*t, side, p.as_mut_slice())));
-                }
-                for (tp, p) in bufs.drain(..) {
-                    port.push(tp, p);
+                    // As `ka_router::Router` forwards a batch: each packet
+                    // parsed once, the parse handed to RWM and the port.
+                    layouts.clear();
+                    layouts.extend(bufs.iter().map(|(_, p)| Layout::parse(p).ok()));
+                    rwm.process_batch_parsed(
+                        bufs.iter_mut()
+                            .zip(layouts.iter())
+                            .map(|((t, p), l)| (*t, side, p.as_mut_slice(), *l)),
+                    );
+                    for ((tp, p), l) in bufs.drain(..).zip(layouts.iter()) {
+                        match l {
+                            Some(l) => port.push_parsed(tp, p, *l),
+                            None => port.push(tp, p),
+                        };
+                    }
+                } else {
+                    for (tp, p) in bufs.drain(..) {
+                        port.push(tp, p);
+                    }
                 }
                 while let Some(p) = port.poll_transmit(t) {
                     black_box(p);
@@ -308,9 +342,9 @@ criterion_group!(benches, rwm_stage);
 fn main() {
     // 100 flows: the table stays in L1/L2, so the ratio is RWM's work
     // alone; with 10 000 the lookups also wait for memory. Batch 1: one
-    // packet per wake-up of the binary's loop (`Rwm::process`); BATCH: a
+    // packet per wake-up of the binary's loop (`Rwm::process_parsed`); BATCH: a
     // busy router's wake-up, at least BATCH packets ready
-    // (`Rwm::process_batch`).
+    // (`Rwm::process_batch_parsed`).
     for batch in [1, BATCH] {
         for flows in [FLOWS, 100] {
             for signalling in [Signalling::None, Signalling::KA] {

@@ -185,6 +185,21 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         put8(self.buffer.as_mut(), 8, v);
     }
 
+    /// Sets the Time To Live and updates the header checksum for that one
+    /// change (RFC 1624 eqn. 3, as RFC 1812 §5.3.1 allows a forwarding
+    /// router to), instead of summing the header again. On a header whose
+    /// checksum was right this stores exactly what
+    /// [`Ipv4Packet::fill_checksum`] would (for any TTL but 0: each result
+    /// is the one's complement of a non-zero sum, kept in 1..=0xFFFF).
+    pub fn set_ttl_incremental(&mut self, v: u8) {
+        let proto = self.protocol();
+        let old = u16::from_be_bytes([self.ttl(), proto]);
+        let new = u16::from_be_bytes([v, proto]);
+        let c = checksum::update(self.checksum(), old, new);
+        self.set_ttl(v);
+        self.set_checksum(c);
+    }
+
     /// Sets the protocol number.
     pub fn set_protocol(&mut self, v: u8) {
         put8(self.buffer.as_mut(), 9, v);
@@ -484,5 +499,28 @@ mod tests {
         assert!(p.payload().is_empty());
         assert!(p.options().is_empty());
         assert!(!p.verify_checksum());
+    }
+
+    proptest::proptest! {
+        /// The incremental TTL update stores exactly what a full recompute
+        /// does, for any header (with or without options) whose checksum
+        /// was right, and any new TTL but 0.
+        #[test]
+        fn ttl_incremental_equals_full_recompute(
+            head in proptest::collection::vec(proptest::num::u8::ANY, 20..=60),
+            ttl in 1u8..=255,
+        ) {
+            let mut a = head.clone();
+            let words = a.len() / 4;
+            a[0] = 0x40 | words as u8;
+            a.truncate(words * 4);
+            Ipv4Packet::new_unchecked(&mut a[..]).fill_checksum();
+            let mut b = a.clone();
+            let mut pa = Ipv4Packet::new_unchecked(&mut a[..]);
+            pa.set_ttl(ttl);
+            pa.fill_checksum();
+            Ipv4Packet::new_unchecked(&mut b[..]).set_ttl_incremental(ttl);
+            proptest::prop_assert_eq!(a, b);
+        }
     }
 }

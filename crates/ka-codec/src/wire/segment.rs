@@ -46,6 +46,7 @@ use super::{WireError, array, be16, be32, byte, sub};
 const F_DF: u8 = 1 << 0;
 const F_MF: u8 = 1 << 1;
 const _: () = assert!(F_DF == 1 && F_MF == 2);
+const _: () = assert!(size_of::<Option<Layout>>() == size_of::<Layout>());
 /// The upper-layer header was reached (`l4_proto`, `l4_offset` valid).
 const F_L4: u8 = 1 << 2;
 /// A TCP header passing `TcpPacket::new_checked` is at `l4_offset`.
@@ -54,6 +55,16 @@ const F_TCP: u8 = 1 << 3;
 const F_CHAIN: u8 = 1 << 4;
 /// IPv6: a Fragment header is at `frag_header_at`.
 const F_FRAG_HDR: u8 = 1 << 5;
+
+/// The IP version of a parsed packet. An enum rather than a `u8` so that
+/// `Option<Layout>` (a queued packet's parse) takes no more room than a
+/// `Layout`: the values other than 4 and 6 are its niche.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+enum Version {
+    V4 = 4,
+    V6 = 6,
+}
 
 /// Where the headers of an IP packet are: the result of one parse
 /// ([`Layout::parse`]). Plain data; see the module docs.
@@ -68,7 +79,7 @@ pub struct Layout {
     next_header_field: u16,
     /// Fragment offset in bytes.
     frag_offset: u16,
-    version: u8,
+    version: Version,
     ip_header_len: u8,
     l4_proto: u8,
     tcp_header_len: u8,
@@ -99,7 +110,7 @@ impl Layout {
         }
     }
 
-    const fn empty(version: u8) -> Self {
+    const fn empty(version: Version) -> Self {
         Layout {
             total_len: 0,
             l4_offset: 0,
@@ -129,7 +140,7 @@ impl Layout {
             return Err(WireError::Truncated);
         }
         let fo = be(h[6], h[7]);
-        let mut l = Layout::empty(4);
+        let mut l = Layout::empty(Version::V4);
         l.total_len = total as u32;
         l.ip_header_len = ipv4::MIN_HEADER_LEN as u8;
         l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u16;
@@ -159,7 +170,7 @@ impl Layout {
     fn parse_v4(packet: &[u8]) -> Result<Self, WireError> {
         let p = Ipv4Packet::new_checked(packet)?;
         let (hl, total) = (p.header_len(), p.total_len());
-        let mut l = Layout::empty(4);
+        let mut l = Layout::empty(Version::V4);
         l.total_len = total as u32;
         l.ip_header_len = hl as u8;
         l.unfragmentable_len = hl as u16;
@@ -179,7 +190,7 @@ impl Layout {
 
     fn parse_v6(packet: &[u8]) -> Result<Self, WireError> {
         let p = Ipv6Packet::new_checked(packet)?;
-        let mut l = Layout::empty(6);
+        let mut l = Layout::empty(Version::V6);
         l.total_len = p.total_len() as u32;
         l.ip_header_len = ipv6::HEADER_LEN as u8;
         let Ok(lay) = ipv6::layout_of(&p) else {
@@ -232,19 +243,19 @@ impl Layout {
     /// 4 or 6.
     #[inline]
     pub const fn version(&self) -> u8 {
-        self.version
+        self.version as u8
     }
 
     /// Whether this is IPv4.
     #[inline]
     pub const fn is_ipv4(&self) -> bool {
-        self.version == 4
+        matches!(self.version, Version::V4)
     }
 
     /// Whether this is IPv6.
     #[inline]
     pub const fn is_ipv6(&self) -> bool {
-        self.version == 6
+        matches!(self.version, Version::V6)
     }
 
     /// The IP header length: IHL·4 for IPv4, 40 (the fixed header) for IPv6.

@@ -24,10 +24,20 @@ pub fn stamp_ipv4(packet: Vec<u8>, wanted: Code) -> Stamped {
 /// identification and get fresh header checksums. TTL is not touched here.
 /// Bytes after the header's total length are dropped.
 pub fn stamp_ipv4_with(config: &StampConfig, packet: Vec<u8>, wanted: Code) -> Stamped {
-    match Layout::parse(&packet) {
-        Ok(layout) => stamp_ipv4_parsed(config, packet, &layout, wanted),
-        Err(_) => Stamped::Untouched(packet, Skip::Unparsable),
-    }
+    // Only the IPv4 header is needed here: checking it alone (rather than
+    // a whole `Layout::parse`, which also looks at the TCP header) keeps
+    // this standalone entry as cheap as it was before the one-parse port.
+    let fields = match Ipv4Packet::new_checked(packet.as_slice()) {
+        Ok(p) => Fields {
+            hl: p.header_len(),
+            tl: p.total_len(),
+            df: p.dont_frag(),
+            mf: p.more_frags(),
+            off: p.frag_offset(),
+        },
+        Err(_) => return Stamped::Untouched(packet, Skip::Unparsable),
+    };
+    stamp(config, packet, fields, wanted)
 }
 
 /// [`stamp_ipv4_with`] of a packet parsed already: `layout` is
@@ -35,20 +45,42 @@ pub fn stamp_ipv4_with(config: &StampConfig, packet: Vec<u8>, wanted: Code) -> S
 /// [`Skip::Unparsable`]).
 pub fn stamp_ipv4_parsed(
     config: &StampConfig,
-    mut packet: Vec<u8>,
+    packet: Vec<u8>,
     layout: &Layout,
     wanted: Code,
 ) -> Stamped {
     if !layout.is_ipv4() {
         return Stamped::Untouched(packet, Skip::Unparsable);
     }
-    let (hl, tl, df, mf, off) = (
-        layout.ip_header_len(),
-        layout.total_len(),
-        layout.dont_frag(),
-        layout.more_frags(),
-        layout.frag_offset(),
-    );
+    let fields = Fields {
+        hl: layout.ip_header_len(),
+        tl: layout.total_len(),
+        df: layout.dont_frag(),
+        mf: layout.more_frags(),
+        off: layout.frag_offset(),
+    };
+    stamp(config, packet, fields, wanted)
+}
+
+/// The IPv4 header fields the stamp rules read.
+#[derive(Clone, Copy)]
+struct Fields {
+    hl: usize,
+    tl: usize,
+    df: bool,
+    mf: bool,
+    off: usize,
+}
+
+#[inline]
+fn stamp(config: &StampConfig, mut packet: Vec<u8>, f: Fields, wanted: Code) -> Stamped {
+    let Fields {
+        hl,
+        tl,
+        df,
+        mf,
+        off,
+    } = f;
     if df {
         return Stamped::Untouched(packet, Skip::DontFragment);
     }
