@@ -8,6 +8,8 @@
 //!
 //! * [`tun`] — open, configure and split layer-3 TUN devices (`tun-rs`),
 //!   and read the kernel's drops in front of a device's reader;
+//! * [`offload`] — batched reads and coalesced writes of a TUN device
+//!   opened with the kernel's segmentation offloads (line rate);
 //! * [`pacing`] — sleep-then-spin waits that meet µs departure times:
 //!   [`pacing::Pacer`] on a channel, [`pacing::wait_readable`] on file
 //!   descriptors, [`pacing::tighten_timer_slack`] for the pacing threads;
@@ -31,5 +33,6 @@
 
 pub mod cli;
 pub mod host;
+pub mod offload;
 pub mod pacing;
 pub mod tun;

@@ -1,9 +1,10 @@
 //! Opening TUN devices (Linux, via `tun-rs`).
 //!
 //! [`open_tun`] attaches to the named layer-3 TUN device, creating it if it
-//! does not exist, with no packet-information header (`IFF_NO_PI`), no
-//! offloads (every read is exactly one IP packet, every write must be one), the
-//! requested MTU, and the interface brought up. It is shared by the router and
+//! does not exist, with no packet-information header (`IFF_NO_PI`), the
+//! requested MTU, and the interface brought up. By default without offloads
+//! (every read is exactly one IP packet, every write must be one); with
+//! [`TunOptions::offload`], see the [`offload`](crate::offload) module. It is shared by the router and
 //! the endpoint drivers.
 //!
 //! A device created here is not persistent: it disappears when the last file
@@ -44,6 +45,13 @@ pub struct TunOptions {
     /// Transmit-queue length in packets ([`DEFAULT_TX_QUEUE_LEN`]); 0 leaves
     /// the device's setting alone.
     pub tx_queue_len: u32,
+    /// Open with the kernel's segmentation offloads (`IFF_VNET_HDR`, TSO/USO
+    /// in, GSO out; default false). Every read and write then carries a
+    /// `virtio_net_hdr`: such a device must be read with
+    /// [`SegmentReader`](crate::offload::SegmentReader) and written with
+    /// [`CoalescingWriter`](crate::offload::CoalescingWriter), never with
+    /// plain `read`/`write`.
+    pub offload: bool,
 }
 
 impl Default for TunOptions {
@@ -52,6 +60,7 @@ impl Default for TunOptions {
             mtu: 1500,
             up: true,
             tx_queue_len: DEFAULT_TX_QUEUE_LEN,
+            offload: false,
         }
     }
 }
@@ -73,7 +82,7 @@ pub fn open_tun(name: &str, options: &TunOptions) -> io::Result<SyncDevice> {
         .name(name)
         .mtu(options.mtu)
         .packet_information(false)
-        .offload(false)
+        .offload(options.offload)
         .multi_queue(false)
         .enable(options.up)
         .build_sync()

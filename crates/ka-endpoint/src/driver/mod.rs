@@ -232,6 +232,7 @@ impl KaStack {
                 mtu,
                 up: true,
                 tx_queue_len: config.tun_queue_len,
+                offload: false,
             },
         )?;
         if let Some(k) = kernel_addr {

@@ -442,6 +442,7 @@ impl Input for Bridge {
                         break;
                     }
                 };
+                IoCounters::add(&stats.io(dir).reads, 1);
                 // The box's own transmissions on this interface.
                 if frame.get(6..12) == Some(&this.mac[..]) {
                     continue;

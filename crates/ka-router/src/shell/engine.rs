@@ -50,11 +50,12 @@ use ka_io::tun::{KernelDrops, TunOptions, open_tun};
 use tokio::net::TcpListener;
 
 use super::forwarder::Forwarder;
-use super::input::{Input, Output, Pair, TunInput};
+use super::input::{Input, Output, Pair, TunInput, TunOutput};
 use super::metrics::serve_metrics;
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink, wall_clock};
 use super::stamplog::{DEFAULT_STAMP_LOG_CAPACITY, StampLog, StampLogHandle, leading_fragment};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
+use super::writer::WriterThreads;
 
 /// How often the forwarding thread refreshes the published core state (and
 /// the longest it waits before noticing a shutdown).
@@ -100,6 +101,9 @@ pub struct ShellConfig {
     pub pacer: Pacer,
     /// Run on the forwarding thread before it starts forwarding.
     pub pacing_thread_init: Option<ThreadInit>,
+    /// Write each direction on a thread of its own (TUN only; see the
+    /// `writer` module): for multi-Gbit/s links. Default false.
+    pub write_threads: bool,
 }
 
 impl ShellConfig {
@@ -115,6 +119,7 @@ impl ShellConfig {
             stamp_log: None,
             pacer: Pacer::default(),
             pacing_thread_init: None,
+            write_threads: false,
         }
     }
 }
@@ -166,6 +171,31 @@ where
             let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
             // Forward packets are read from `in`, reverse ones from `out`.
             let kernel_drops = [KernelDrops::watch(&in_dev), KernelDrops::watch(&out_dev)];
+            if cfg.tun.offload || cfg.write_threads {
+                let (in_dev, out_dev) = (Arc::new(in_dev), Arc::new(out_dev));
+                tracing::info!(
+                    r#in = %cfg.in_dev,
+                    out = %cfg.out_dev,
+                    offload = cfg.tun.offload,
+                    write_threads = cfg.write_threads,
+                    "attached to TUN devices"
+                );
+                let input = if cfg.tun.offload {
+                    TunInput::with_offload(in_dev.clone(), out_dev.clone(), cfg.tun.mtu)?
+                } else {
+                    TunInput::with_devices(in_dev.clone(), out_dev.clone(), None)?
+                };
+                if cfg.write_threads {
+                    let output = WriterThreads::spawn(in_dev, out_dev, cfg.tun.offload)?;
+                    let io = Pair { input, output };
+                    return serve(cfg, io, kernel_drops, make, shutdown).await;
+                }
+                let io = Pair {
+                    input,
+                    output: TunOutput::new(in_dev, out_dev),
+                };
+                return serve(cfg, io, kernel_drops, make, shutdown).await;
+            }
             let write_handle = |d: &tun_rs::SyncDevice| -> io::Result<File> {
                 Ok(File::from(d.as_fd().try_clone_to_owned()?))
             };
@@ -344,16 +374,19 @@ fn emit<O: Output>(
                 p.record_at(ts, packet);
             }
         }
-        Err(e) => {
-            let n = io.write_errors.fetch_add(1, Ordering::Relaxed) + 1;
-            if worth_logging(n) {
-                tracing::warn!(
-                    direction = dir.label(),
-                    errors = n,
-                    "write failed (far side down?): {e}"
-                );
-            }
-        }
+        Err(e) => write_failed(stats, dir, &e),
+    }
+}
+
+/// Counts (and now and then logs) a failed write.
+fn write_failed(stats: &SharedStats, dir: Direction, e: &io::Error) {
+    let n = stats.io(dir).write_errors.fetch_add(1, Ordering::Relaxed) + 1;
+    if worth_logging(n) {
+        tracing::warn!(
+            direction = dir.label(),
+            errors = n,
+            "write failed (far side down?): {e}"
+        );
     }
 }
 
@@ -421,6 +454,9 @@ fn forwarding_loop<F: Forwarder, IO: Input + Output>(
                 break;
             }
         }
+        // An output that batches (TUN offloads) writes this round's
+        // releases now, coalesced.
+        io.flush(&mut |dir, e| write_failed(stats, dir, &e));
         if clock >= next_publish {
             fwd.handle_timeout(clock);
             publish(&fwd, stats);

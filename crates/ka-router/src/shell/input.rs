@@ -18,11 +18,15 @@ use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use ka_io::offload::{CoalescingWriter, SegmentReader};
 use ka_io::pacing::{PollFd, PollFlags, wait_readable};
 use ka_io::tun::MAX_PACKET;
 use tun_rs::SyncDevice;
 
-use super::stats::{Direction, SharedStats};
+use super::stats::{Direction, IoCounters, SharedStats};
 
 /// After a read error (other than "nothing to read") a device is left
 /// alone this long, so a vanished device cannot make the thread spin.
@@ -43,8 +47,16 @@ pub(crate) trait Input {
 /// Where the forwarding thread writes packets.
 pub(crate) trait Output {
     /// Writes one whole IP packet travelling in `dir` (any link layer is
-    /// the implementation's business); the bytes written.
+    /// the implementation's business); the bytes written (or accepted for
+    /// the next [`Output::flush`]).
     fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize>;
+
+    /// Writes whatever [`Output::write`] collected (an output that batches
+    /// its writes); `on_error` hears of each failed write. The forwarding
+    /// loop calls it after every round of releases, before it waits.
+    fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
+        let _ = on_error;
+    }
 }
 
 /// TUN devices: forward packets go to the `out` device (`[0]`), reverse
@@ -82,6 +94,51 @@ impl<I, O: Output> Output for Pair<I, O> {
     fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
         self.output.write(dir, packet)
     }
+    fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
+        self.output.flush(on_error);
+    }
+}
+
+/// TUN devices opened with offloads ([`TunOptions::offload`]): forward
+/// packets go to the `out` device (`[0]`), reverse ones to the `in` device
+/// (`[1]`), collected and written coalesced at each flush
+/// ([`CoalescingWriter`]; a full batch is written at once).
+///
+/// [`TunOptions::offload`]: ka_io::tun::TunOptions::offload
+pub(crate) struct TunOutput {
+    devices: [Arc<SyncDevice>; 2],
+    writers: [CoalescingWriter; 2],
+}
+
+impl TunOutput {
+    /// Writes forward packets to `out_dev`, reverse ones to `in_dev`.
+    pub(crate) fn new(in_dev: Arc<SyncDevice>, out_dev: Arc<SyncDevice>) -> Self {
+        Self {
+            devices: [out_dev, in_dev],
+            writers: [CoalescingWriter::new(), CoalescingWriter::new()],
+        }
+    }
+}
+
+impl Output for TunOutput {
+    fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
+        let i = dir.index();
+        match (self.devices.get(i), self.writers.get_mut(i)) {
+            (Some(d), Some(w)) => w.push(d, packet).map(|_| packet.len()),
+            _ => Err(io::Error::other("no device for this direction")),
+        }
+    }
+
+    fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
+        for dir in Direction::ALL {
+            let i = dir.index();
+            if let (Some(d), Some(w)) = (self.devices.get(i), self.writers.get_mut(i))
+                && let Err(e) = w.flush(d)
+            {
+                on_error(dir, e);
+            }
+        }
+    }
 }
 
 /// Both TUN devices, non-blocking: `in` carries forward packets, `out`
@@ -89,19 +146,41 @@ impl<I, O: Output> Output for Pair<I, O> {
 pub(crate) struct TunInput {
     /// Read handles (duplicates of the devices' descriptors).
     devices: [File; 2],
-    /// The devices themselves, kept open for as long as we read.
-    _tun: [SyncDevice; 2],
+    /// The devices themselves, kept open for as long as we read (and read
+    /// through when they have offloads).
+    tun: [Arc<SyncDevice>; 2],
     /// Read the other device first next time (fairness under load).
     turn: usize,
     /// A device that failed is not polled until then.
     backoff: [Option<Instant>; 2],
     buf: Vec<u8>,
+    /// Devices opened with offloads: each read may give many packets, and
+    /// those not handed out yet wait here (at most one read's worth per
+    /// device, [`ka_io::offload::BATCH`]).
+    offload: Option<(SegmentReader, [VecDeque<Vec<u8>>; 2])>,
 }
 
 impl TunInput {
     /// Reads the `in` and `out` devices (their descriptors are switched to
     /// non-blocking mode).
     pub(crate) fn new(in_dev: SyncDevice, out_dev: SyncDevice) -> io::Result<Self> {
+        Self::with_devices(Arc::new(in_dev), Arc::new(out_dev), None)
+    }
+
+    /// [`TunInput::new`] for devices opened with offloads (`mtu`: theirs).
+    pub(crate) fn with_offload(
+        in_dev: Arc<SyncDevice>,
+        out_dev: Arc<SyncDevice>,
+        mtu: u16,
+    ) -> io::Result<Self> {
+        Self::with_devices(in_dev, out_dev, Some(mtu))
+    }
+
+    pub(crate) fn with_devices(
+        in_dev: Arc<SyncDevice>,
+        out_dev: Arc<SyncDevice>,
+        offload_mtu: Option<u16>,
+    ) -> io::Result<Self> {
         let read_handle = |d: &SyncDevice| -> io::Result<File> {
             let f = File::from(d.as_fd().try_clone_to_owned()?);
             rustix::io::ioctl_fionbio(&f, true)?;
@@ -109,11 +188,43 @@ impl TunInput {
         };
         Ok(Self {
             devices: [read_handle(&in_dev)?, read_handle(&out_dev)?],
-            _tun: [in_dev, out_dev],
+            tun: [in_dev, out_dev],
             turn: 0,
             backoff: [None, None],
-            buf: vec![0; MAX_PACKET],
+            buf: if offload_mtu.is_some() {
+                Vec::new()
+            } else {
+                vec![0; MAX_PACKET]
+            },
+            offload: offload_mtu.map(|mtu| (SegmentReader::new(mtu), Default::default())),
         })
+    }
+
+    /// One read from device `i`: the next packet, if any.
+    fn read(&mut self, i: usize) -> io::Result<Option<Vec<u8>>> {
+        if let Some((reader, pending)) = &mut self.offload {
+            let (Some(q), Some(dev)) = (pending.get_mut(i), self.tun.get(i)) else {
+                return Ok(None);
+            };
+            if let Some(p) = q.pop_front() {
+                return Ok(Some(p));
+            }
+            reader.read(dev, |p| q.push_back(p.to_vec()))?;
+            return Ok(q.pop_front());
+        }
+        let Some(mut dev) = self.devices.get(i) else {
+            return Ok(None);
+        };
+        let n = dev.read(&mut self.buf)?;
+        Ok(Some(self.buf.get(..n).unwrap_or(&[]).to_vec()))
+    }
+
+    /// Whether device `i` has packets of an earlier read waiting.
+    fn has_pending(&self, i: usize) -> bool {
+        self.offload
+            .as_ref()
+            .and_then(|(_, p)| p.get(i))
+            .is_some_and(|q| !q.is_empty())
     }
 
     fn usable(&mut self, i: usize, now: Instant) -> bool {
@@ -132,6 +243,9 @@ impl TunInput {
 
 impl Input for TunInput {
     fn wait(&mut self, deadline: Instant, spin: Duration) {
+        if self.has_pending(0) || self.has_pending(1) {
+            return;
+        }
         let now = Instant::now();
         let use0 = self.usable(0, now);
         let use1 = self.usable(1, now);
@@ -167,13 +281,15 @@ impl Input for TunInput {
             } else {
                 Direction::Reverse
             };
-            let Some(mut dev) = self.devices.get(i) else {
-                continue;
-            };
-            match dev.read(&mut self.buf) {
-                Ok(n) => {
+            let was_pending = self.has_pending(i);
+            match self.read(i) {
+                Ok(None) => {}
+                Ok(Some(p)) => {
+                    if !was_pending {
+                        IoCounters::add(&stats.io(dir).reads, 1);
+                    }
                     self.turn = (i + 1) % 2;
-                    return Some((dir, self.buf.get(..n).unwrap_or(&[]).to_vec()));
+                    return Some((dir, p));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -15,6 +15,9 @@
 //! * [`pcap`] — capture of every written packet (`LINKTYPE_RAW`);
 //! * [`stamplog`] — the CSV record of every leading fragment written
 //!   (`--stamp-log`);
+//! * `input`, `writer` — reading both devices (batched, with `--offload`)
+//!   and writing them (coalesced with `--offload`, on threads of their own
+//!   with `--write-threads`);
 //! * [`testbed`] — a two-namespace testbed (mahimahi-style, DESIGN §8.2)
 //!   for integration tests and examples.
 
@@ -29,6 +32,7 @@ mod rwm_metrics;
 pub mod stamplog;
 pub mod stats;
 pub mod testbed;
+mod writer;
 
 pub use engine::{Link, RunSummary, ShellConfig, ThreadInit, run};
 pub use forwarder::{Forwarder, PassThrough};

@@ -109,6 +109,10 @@ pub struct IoCounters {
     pub packets_in: AtomicU64,
     /// Bytes read from the input device.
     pub bytes_in: AtomicU64,
+    /// Reads from the input device that returned data: one per packet
+    /// without offloads, one per (super-)packet with `--offload`, so
+    /// `packets_in / reads` is how many segments the kernel coalesced.
+    pub reads: AtomicU64,
     /// Packets (fragments count separately) written to the output device.
     pub packets_out: AtomicU64,
     /// Bytes written to the output device.
@@ -139,6 +143,8 @@ pub struct IoStats {
     pub packets_in: u64,
     /// See [`IoCounters::bytes_in`].
     pub bytes_in: u64,
+    /// See [`IoCounters::reads`].
+    pub reads: u64,
     /// See [`IoCounters::packets_out`].
     pub packets_out: u64,
     /// See [`IoCounters::bytes_out`].
@@ -166,6 +172,7 @@ impl IoCounters {
         IoStats {
             packets_in: l(&self.packets_in),
             bytes_in: l(&self.bytes_in),
+            reads: l(&self.reads),
             packets_out: l(&self.packets_out),
             bytes_out: l(&self.bytes_out),
             read_errors: l(&self.read_errors),
@@ -349,12 +356,13 @@ impl std::fmt::Display for DirectionSummary {
         let (io, c) = (&self.io, &self.core);
         write!(
             f,
-            "in {} pkt / {} B, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
+            "in {} pkt / {} B in {} reads, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
              ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, non-IP frames bridged {}, \
              indicators {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
+            io.reads,
             io.packets_out,
             io.bytes_out,
             c.fragments,

@@ -73,7 +73,7 @@ pub struct Args {
     /// Bridge two existing Ethernet interfaces instead of TUN devices (AF_PACKET): frames read
     /// on IF_A go out of IF_B at --rate, the other way at --reverse-rate. IPv4/IPv6 frames go
     /// through the ports like in TUN mode; other frames pass untouched and unshaped.
-    #[arg(long, num_args = 2, value_names = ["IF_A", "IF_B"], conflicts_with_all = ["in_dev", "out_dev", "tun_queue", "mtu"])]
+    #[arg(long, num_args = 2, value_names = ["IF_A", "IF_B"], conflicts_with_all = ["in_dev", "out_dev", "tun_queue", "mtu", "offload", "write_threads"])]
     pub bridge: Option<Vec<String>>,
 
     /// Capacity C of the forward (in → out) direction, bit/s: e.g. 100mbit, 1gbit.
@@ -247,6 +247,22 @@ pub struct Args {
     #[arg(long, value_name = "PACKETS", default_value_t = ka_io::tun::DEFAULT_TX_QUEUE_LEN)]
     pub tun_queue: u32,
 
+    /// Open both TUN devices with the kernel's segmentation offloads (IFF_VNET_HDR): the kernel
+    /// hands the router TCP super-packets of up to 64 KB, which it splits into packets for the
+    /// ports, and what leaves together is written coalesced, one write per flow's run of
+    /// segments. Needed for multi-Gbit/s rates; every packet still goes through the ports one
+    /// by one (queue, signal, pacing), so results at shaped rates do not change.
+    #[arg(long)]
+    pub offload: bool,
+
+    /// Write each direction on a thread of its own. A TUN write runs the receiving side's
+    /// kernel stack in the writer (B's TCP receive for data, A's ACK processing and next
+    /// transmissions for ACKs), most of the work at Gbit/s; the forwarding thread keeps
+    /// reading, running the ports and pacing. The hand-over adds tens of µs to pacing
+    /// lateness: for multi-Gbit/s links, not needed at shaped testbed rates.
+    #[arg(long)]
+    pub write_threads: bool,
+
     /// Pacing: how long before a departure the forwarding thread stops sleeping and spins
     /// (it sleeps with 1 ns timer slack, so 0 wakes within the host's wake-up latency, tens
     /// of µs). Larger is more precise at Gbit/s and costs a core; on a shared host spinning
@@ -378,10 +394,12 @@ impl Args {
             mtu: self.mtu,
             up: true,
             tx_queue_len: self.tun_queue,
+            offload: self.offload,
         };
         s.metrics = self.metrics;
         s.pcap = self.pcap.clone();
         s.pacer = Pacer::new(self.spin);
+        s.write_threads = self.write_threads;
         s.pacing_thread_init = self.realtime.map(realtime::init);
         s
     }

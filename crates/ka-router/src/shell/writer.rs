@@ -1,0 +1,185 @@
+//! Writing on threads of their own (`--write-threads`): the second core
+//! for the half of the work that is the kernel's.
+//!
+//! A `write(2)` to a TUN device runs the receiving side's network stack in
+//! the writer's context: writing a data segment towards B does B's TCP
+//! receive processing, writing an ACK towards A does A's ACK processing and
+//! lets A transmit its next segments. Profiled with the forwarding thread
+//! doing everything (`perf record` on the router, kernel CUBIC at
+//! 100 Gbit/s, passthrough), 73 % of its cycles were inside `write(2)`.
+//! Here the forwarding thread still reads, runs the ports (each port's
+//! state stays on that one thread) and decides every release; it hands the
+//! released packets of each round to one writer thread per direction,
+//! which writes them (coalesced, with offloads) while the forwarding
+//! thread goes on. The price is a hand-over per round: a writer that was
+//! asleep wakes in tens of microseconds, which adds to pacing lateness, so
+//! this is for multi-Gbit/s links, not for a 20 Mbit/s testbed (off by
+//! default).
+//!
+//! Memory: each direction holds at most [`QUEUE`] rounds in flight, each
+//! at most [`BATCH`] packets (a full round is handed over at once).
+
+use std::io;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
+
+use ka_io::offload::{BATCH, CoalescingWriter};
+use tun_rs::SyncDevice;
+
+use super::input::Output;
+use super::stats::Direction;
+
+/// Rounds a direction may have in flight before the forwarding thread
+/// waits for its writer.
+pub const QUEUE: usize = 8;
+
+type Batch = Vec<Vec<u8>>;
+
+/// An [`Output`] whose writes happen on one thread per direction.
+pub(crate) struct WriterThreads {
+    tx: [Option<SyncSender<Batch>>; 2],
+    pending: [Batch; 2],
+    errors: Receiver<(Direction, io::Error)>,
+    /// Emptied batches coming back for reuse (their packet buffers too).
+    recycled: Receiver<Batch>,
+    spare: Vec<Vec<u8>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl WriterThreads {
+    /// Writer threads for forward packets (to `out_dev`) and reverse ones
+    /// (to `in_dev`); with `offload` the devices were opened with
+    /// offloads and each round is written coalesced.
+    pub(crate) fn spawn(
+        in_dev: Arc<SyncDevice>,
+        out_dev: Arc<SyncDevice>,
+        offload: bool,
+    ) -> io::Result<Self> {
+        let (err_tx, errors) = channel();
+        let (back_tx, recycled) = channel();
+        let mut tx = [None, None];
+        let mut threads = Vec::new();
+        for dir in Direction::ALL {
+            let dev = match dir {
+                Direction::Forward => out_dev.clone(),
+                Direction::Reverse => in_dev.clone(),
+            };
+            let (t, rx) = sync_channel::<Batch>(QUEUE);
+            let (err_tx, back_tx) = (err_tx.clone(), back_tx.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("ka-write-{}", dir.label()))
+                .spawn(move || writer(dir, &dev, offload, &rx, &err_tx, &back_tx))?;
+            threads.push(handle);
+            if let Some(slot) = tx.get_mut(dir.index()) {
+                *slot = Some(t);
+            }
+        }
+        Ok(Self {
+            tx,
+            pending: [Vec::new(), Vec::new()],
+            errors,
+            recycled,
+            spare: Vec::new(),
+            threads,
+        })
+    }
+
+    /// Hands direction `i`'s pending packets to its writer (waits if it is
+    /// [`QUEUE`] rounds behind).
+    fn hand_over(&mut self, i: usize) -> io::Result<()> {
+        let (Some(pending), Some(Some(tx))) = (self.pending.get_mut(i), self.tx.get(i)) else {
+            return Ok(());
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::replace(pending, Vec::with_capacity(BATCH));
+        tx.send(batch)
+            .map_err(|_| io::Error::other("writer thread gone"))
+    }
+}
+
+impl Output for WriterThreads {
+    fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
+        let i = dir.index();
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(packet);
+        let full = match self.pending.get_mut(i) {
+            Some(p) => {
+                p.push(buf);
+                p.len() >= BATCH
+            }
+            None => return Err(io::Error::other("no writer for this direction")),
+        };
+        if full {
+            self.hand_over(i)?;
+        }
+        Ok(packet.len())
+    }
+
+    fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
+        for dir in Direction::ALL {
+            if let Err(e) = self.hand_over(dir.index()) {
+                on_error(dir, e);
+            }
+        }
+        while let Ok((dir, e)) = self.errors.try_recv() {
+            on_error(dir, e);
+        }
+        // Packet buffers of written rounds, kept for the next writes (as
+        // many as a round can use).
+        while self.spare.len() < 2 * BATCH {
+            match self.recycled.try_recv() {
+                Ok(mut b) => {
+                    self.spare.append(&mut b);
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Drop for WriterThreads {
+    fn drop(&mut self) {
+        for dir in Direction::ALL {
+            let _ = self.hand_over(dir.index());
+        }
+        self.tx = [None, None];
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One direction's writer: every round it is handed, in order.
+fn writer(
+    dir: Direction,
+    dev: &SyncDevice,
+    offload: bool,
+    rx: &Receiver<Batch>,
+    errors: &Sender<(Direction, io::Error)>,
+    back: &Sender<Batch>,
+) {
+    let mut coalescing = CoalescingWriter::new();
+    while let Ok(mut batch) = rx.recv() {
+        for p in &batch {
+            let r = if offload {
+                coalescing.push(dev, p).map(|_| ())
+            } else {
+                dev.send(p).map(|_| ())
+            };
+            if let Err(e) = r {
+                let _ = errors.send((dir, e));
+            }
+        }
+        if offload && let Err(e) = coalescing.flush(dev) {
+            let _ = errors.send((dir, e));
+        }
+        for p in &mut batch {
+            p.clear();
+        }
+        let _ = back.send(batch);
+    }
+}

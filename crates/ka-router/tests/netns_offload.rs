@@ -1,0 +1,125 @@
+//! Real-network test of the gateway at line rate: `ka-router --offload
+//! --write-threads` between two namespaces, Linux kernel TCP (CUBIC, DF
+//! clear) on both ends. Needs root, `/dev/net/tun` and iproute2; skipped
+//! loudly otherwise.
+
+#![cfg(all(feature = "cli", target_os = "linux"))]
+
+mod netns_common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use ka_router::shell::testbed::{ADDR_B, Side};
+use netns_common::{Proc, testbed_or_skip};
+
+const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
+const PORT: u16 = 5003;
+
+#[test]
+fn netns_role_helper() {
+    netns_common::role_main()
+}
+
+/// One direction's numbers from the router's final summary line.
+#[derive(Debug)]
+struct Summary {
+    packets_in: u64,
+    reads: u64,
+    packets_out: u64,
+    leading_out: u64,
+}
+
+fn summary(stdout: &str, direction: &str) -> Summary {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(direction))
+        .unwrap_or_else(|| panic!("no {direction} summary in:\n{stdout}"));
+    let after = |key: &str| -> u64 {
+        let i = line
+            .find(key)
+            .unwrap_or_else(|| panic!("no '{key}' in {line}"))
+            + key.len();
+        line[i..]
+            .trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number after '{key}' in {line}"))
+    };
+    let packets_in = after("in ");
+    let reads = after(" B in ");
+    Summary {
+        packets_in,
+        reads,
+        packets_out: after("out "),
+        leading_out: after("leading fragments out "),
+    }
+}
+
+/// 200 MB of kernel TCP through the KA gateway with offloads and writer
+/// threads, on an unshaped 100 Gbit/s link: the bytes arrive exact, the
+/// kernel handed the router super-packets (several segments per read), and
+/// KA leading fragments still went out (a stamped packet leaves as two
+/// fragments, which no write coalesces).
+#[test]
+fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
+    let _serial = netns_common::serial();
+    let Some(mut tb) =
+        testbed_or_skip("kernel_tcp_through_offloaded_gateway_is_exact_and_signalled")
+    else {
+        return;
+    };
+    tb.start_router(
+        Path::new(ROUTER),
+        &[
+            "--rate",
+            "100gbit",
+            "--queue",
+            "4000",
+            "--offload",
+            "--write-threads",
+        ],
+    )
+    .expect("router up");
+    tb.sysctl(Side::A, "net.ipv4.ip_no_pmtu_disc", "1").unwrap();
+    let bytes = 200_000_000u64;
+    let mut recv = Proc::role(
+        &tb,
+        Side::B,
+        "recv",
+        &[("listen", format!("{ADDR_B}:{PORT}"))],
+    );
+    recv.said("LISTENING", Duration::from_secs(20));
+    let mut send = Proc::role(
+        &tb,
+        Side::A,
+        "send",
+        &[
+            ("to", format!("{ADDR_B}:{PORT}")),
+            ("bytes", bytes.to_string()),
+        ],
+    );
+    let r = recv.result(Duration::from_secs(120));
+    let s = send.result(Duration::from_secs(20));
+    assert_eq!(r.get("bytes"), bytes.to_string(), "byte count");
+    assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
+    let exit = tb.stop_router().unwrap();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    let fwd = summary(&exit.stdout, "forward");
+    eprintln!("offload: {fwd:?}");
+    assert!(
+        fwd.packets_in >= bytes / 1500,
+        "only {} packets in for {bytes} bytes",
+        fwd.packets_in
+    );
+    // TSO in: the kernel coalesced segments before the router read them.
+    assert!(
+        fwd.packets_in >= 3 * fwd.reads,
+        "{} packets in {} reads: the kernel did not hand over super-packets",
+        fwd.packets_in,
+        fwd.reads
+    );
+    assert!(fwd.leading_out > 0, "no KA leading fragment went out");
+    assert!(fwd.packets_out >= fwd.packets_in, "{fwd:?}");
+}
