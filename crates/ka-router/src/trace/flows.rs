@@ -217,6 +217,15 @@ impl Flow {
             || (self.syn.0 == [None, None] && self.dir.0.iter().any(|d| d.echoes > 0))
     }
 
+    /// The data sender's endpoint, then the receiver's.
+    pub fn ends(&self) -> (Endpoint, Endpoint) {
+        if self.sender() == Side::A {
+            (self.a, self.b)
+        } else {
+            (self.b, self.a)
+        }
+    }
+
     /// `ka`, `rcp`, `xcp` or `tcp`.
     pub fn kind(&self) -> &'static str {
         let s = self.sender();
