@@ -2,7 +2,8 @@
 //! [`Echo`](super::Echo)) share: RCP's loop ([`RcpLoop`]) on a multiplier κ
 //! of the fair share, the port's clock and link as the intervals report
 //! them, the rate estimates of traffic they do not follow, and the
-//! control-interval skeleton ([`Following`], [`interval`], [`intervals`]).
+//! packet and control-interval skeletons ([`Following`], [`on_packet`],
+//! [`interval`], [`intervals`]).
 
 use std::time::Duration;
 
@@ -256,8 +257,8 @@ pub(super) use core_access;
 /// [`Following`] controller implements alike (the packet dispatch, the
 /// interval law, R, restore, and wanting every packet), for use inside its
 /// `impl RateController` block; the controller writes `rate_for` itself.
-/// Expects a `core: Core` field and `follow`, `Measurement` and
-/// `PacketInfo` in scope.
+/// Expects a `core: Core` field and `follow`, `Duration`, `Measurement`
+/// and `PacketInfo` in scope.
 macro_rules! following_methods {
     () => {
         fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
