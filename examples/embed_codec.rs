@@ -63,16 +63,11 @@ fn classify(bytes: &[u8]) -> Result<String, Box<dyn Error>> {
 /// A TCP/IPv4 packet with the given payload length and flags (payload zeroed).
 fn sample(payload_len: usize, dont_frag: bool, more_frags: bool, frag_offset: usize) -> Vec<u8> {
     let repr = Ipv4Repr {
-        src: [10, 0, 0, 1],
-        dst: [10, 0, 1, 2],
-        protocol: PROTO_TCP,
-        ttl: 64,
         ident: 0x1234,
         dont_frag,
         more_frags,
         frag_offset,
-        dscp_ecn: 0,
-        payload_len,
+        ..Ipv4Repr::new([10, 0, 0, 1], [10, 0, 1, 2], PROTO_TCP, payload_len)
     };
     let mut buf = vec![0; Ipv4Repr::HEADER_LEN + payload_len];
     repr.emit(&mut buf).expect("sample header fits");

@@ -51,16 +51,12 @@ const FLOWS: u32 = 10_000;
 /// hide.
 const STRIDE: usize = 7_919;
 
-/// A TCP/IPv4 segment from (`src`, `sport`) to (`dst`, `dport`).
-#[allow(clippy::too_many_arguments)]
+/// A TCP/IPv4 segment from `(src, sport)` to `(dst, dport)`.
 fn segment(
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
+    (src, sport): ([u8; 4], u16),
+    (dst, dport): ([u8; 4], u16),
     flags: u8,
-    seq: u32,
-    ack: u32,
+    (seq, ack): (u32, u32),
     window: u16,
     payload: usize,
 ) -> Vec<u8> {
@@ -92,7 +88,8 @@ fn client(i: u32) -> ([u8; 4], u16) {
     ([10, 1, a, b], 20_000 + (i % 40_000) as u16)
 }
 
-const SERVER: [u8; 4] = [10, 0, 0, 1];
+/// The server, 10.0.0.1:443.
+const SERVER: ([u8; 4], u16) = ([10, 0, 0, 1], 443);
 
 /// An RWM with `flows` established connections (handshakes run through
 /// it), the data segments (server → client, `Side::Forward`) and the ACKs
@@ -102,16 +99,16 @@ fn setup(t0: Instant, flows: u32) -> (Rwm, Packets, Packets) {
     let mut data = Vec::new();
     let mut acks = Vec::new();
     for i in 0..flows {
-        let (c, cp) = client(i);
+        let c = client(i);
         let t = t0 + Duration::from_micros(u64::from(i));
-        let mut syn = segment(c, SERVER, cp, 443, SYN, 100, 0, 65_535, 0);
+        let mut syn = segment(c, SERVER, SYN, (100, 0), 65_535, 0);
         rwm.process(t, Side::Reverse, &mut syn);
-        let mut sa = segment(SERVER, c, 443, cp, SYN | ACK, 500, 101, 65_535, 0);
+        let mut sa = segment(SERVER, c, SYN | ACK, (500, 101), 65_535, 0);
         rwm.process(t + Duration::from_millis(10), Side::Forward, &mut sa);
-        let mut ack = segment(c, SERVER, cp, 443, ACK, 101, 501, 1000, 0);
+        let mut ack = segment(c, SERVER, ACK, (101, 501), 1000, 0);
         rwm.process(t + Duration::from_millis(20), Side::Reverse, &mut ack);
-        data.push(segment(SERVER, c, 443, cp, ACK, 501, 101, 1000, PAYLOAD));
-        acks.push(segment(c, SERVER, cp, 443, ACK, 101, 501, 65_535, 0));
+        data.push(segment(SERVER, c, ACK, (501, 101), 1000, PAYLOAD));
+        acks.push(segment(c, SERVER, ACK, (101, 501), 65_535, 0));
     }
     assert_eq!(rwm.stats().flows, u64::from(flows));
     (rwm, Packets::new(&data), Packets::new(&acks))

@@ -1,7 +1,9 @@
 //! Human units for command lines and logs (`no_std`, no allocation).
 //!
 //! Parsers (`1.5gbit`, `50ms`, `10MiB`, …) and `Display` wrappers
-//! ([`Rate`], [`ByteSize`]). Rules shared by every parser:
+//! ([`Rate`], [`ByteSize`]; for CSV files, where the simulator and the
+//! trace tool must agree to the byte, [`Trimmed`] and [`Seconds`]). Rules
+//! shared by every parser:
 //!
 //! * A number is digits with an optional decimal point (`1500`, `1.5`, `.5`);
 //!   no sign, no exponent. Whitespace around it and between number and unit
@@ -387,6 +389,52 @@ impl fmt::Display for ByteSize {
 #[inline]
 pub const fn format_bytes(bytes: u64) -> ByteSize {
     ByteSize(bytes)
+}
+
+/// A number as the simulator's and the trace tool's CSV files write it:
+/// an integral value below 10¹⁵ without a fraction, any other rounded to 6
+/// decimals with the trailing zeros (and a bare point) cut, `-0` as `0`; a
+/// value that is not finite writes nothing. Ignores width and precision.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Trimmed(pub f64);
+
+impl fmt::Display for Trimmed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if !v.is_finite() {
+            return Ok(());
+        }
+        if v == v.trunc() && v.abs() < 1e15 {
+            return write!(f, "{}", v as i64);
+        }
+        let mut buf = StackBuf::new();
+        if write!(buf, "{v:.6}").is_err() {
+            // Too long for the stack buffer: |v| ≥ 10⁵⁶, an integral value
+            // whose six decimals are all zeros.
+            return write!(f, "{v:.0}");
+        }
+        let s = buf.as_str().trim_end_matches('0').trim_end_matches('.');
+        f.write_str(if s == "-0" { "0" } else { s })
+    }
+}
+
+/// Nanoseconds written as exact decimal seconds without trailing zeros
+/// (`1500000000` → `1.5`, `0` → `0`), as the CSV files write times.
+/// Ignores width and precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Seconds(pub u64);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const NS_PER_SEC: u64 = 1_000_000_000;
+        let (whole, frac) = (self.0 / NS_PER_SEC, self.0 % NS_PER_SEC);
+        if frac == 0 {
+            return write!(f, "{whole}");
+        }
+        let mut digits = StackBuf::new();
+        write!(digits, "{frac:09}")?;
+        write!(f, "{whole}.{}", digits.as_str().trim_end_matches('0'))
+    }
 }
 
 /// Writes `value unit` with the formatter's precision (default 2), padded to

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use ka_codec::UnitError;
 use ka_codec::units::{
-    ByteSize, Rate, format_bytes, format_rate, parse_bytes, parse_duration, parse_rate,
+    ByteSize, Rate, Seconds, Trimmed, format_bytes, format_rate, parse_bytes, parse_duration,
+    parse_rate,
 };
 use proptest::prelude::*;
 
@@ -203,5 +204,73 @@ proptest! {
     fn decimal_megabits(int in 0_u64..100_000, frac in 0_u32..1_000_000) {
         let s = format!("{int}.{frac:06}mbit");
         prop_assert_eq!(parse_rate(&s), Ok(int * 1_000_000 + u64::from(frac)));
+    }
+}
+
+/// What [`Trimmed`] writes, by its definition: format with 6 decimals, cut.
+fn trimmed_by_definition(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    if v == v.trunc() && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+/// What [`Seconds`] writes, by its definition.
+fn seconds_by_definition(ns: u64) -> String {
+    let (whole, frac) = (ns / 1_000_000_000, ns % 1_000_000_000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let f = format!("{frac:09}");
+    format!("{whole}.{}", f.trim_end_matches('0'))
+}
+
+#[test]
+fn csv_numbers() {
+    let cases: &[(f64, &str)] = &[
+        (0.0, "0"),
+        (-0.0, "0"),
+        (1500.0, "1500"),
+        (-2.0, "-2"),
+        (0.5, "0.5"),
+        (1.0 / 3.0, "0.333333"),
+        (-1e-7, "0"),
+        (2.0000004, "2"),
+        (1e15, "1000000000000000"),
+        (1e20, "100000000000000000000"),
+        (f64::NAN, ""),
+        (f64::INFINITY, ""),
+    ];
+    for &(v, want) in cases {
+        assert_eq!(Trimmed(v).to_string(), want, "{v:?}");
+    }
+    for v in [f64::MAX, f64::MIN, 1e56, -1e57, 1e300, f64::MIN_POSITIVE] {
+        assert_eq!(Trimmed(v).to_string(), trimmed_by_definition(v), "{v:?}");
+    }
+    assert_eq!(Seconds(0).to_string(), "0");
+    assert_eq!(Seconds(1_500_000_000).to_string(), "1.5");
+    assert_eq!(Seconds(2_000_000_001).to_string(), "2.000000001");
+    assert_eq!(
+        Seconds(u64::MAX).to_string(),
+        seconds_by_definition(u64::MAX)
+    );
+}
+
+proptest! {
+    #[test]
+    fn csv_numbers_match_their_definition(v in proptest::num::f64::ANY, ns in any::<u64>()) {
+        prop_assert_eq!(Trimmed(v).to_string(), trimmed_by_definition(v));
+        prop_assert_eq!(Seconds(ns).to_string(), seconds_by_definition(ns));
+    }
+
+    #[test]
+    fn csv_numbers_of_usual_size(v in -1e16f64..1e16, ns in 0u64..10_000_000_000_000) {
+        prop_assert_eq!(Trimmed(v).to_string(), trimmed_by_definition(v));
+        prop_assert_eq!(Seconds(ns).to_string(), seconds_by_definition(ns));
     }
 }

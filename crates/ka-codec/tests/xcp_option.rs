@@ -140,16 +140,9 @@ fn packet(options: &[u8], payload: usize) -> Vec<u8> {
     let hl = 20 + options.len();
     let mut p = vec![0u8; hl + payload];
     Ipv4Repr {
-        src: [10, 0, 0, 1],
-        dst: [10, 0, 0, 2],
-        protocol: 6,
-        ttl: 64,
         ident: 0x1234,
         dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-        dscp_ecn: 0,
-        payload_len: options.len() + payload,
+        ..Ipv4Repr::new([10, 0, 0, 1], [10, 0, 0, 2], 6, options.len() + payload)
     }
     .emit(&mut p)
     .unwrap();

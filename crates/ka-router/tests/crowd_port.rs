@@ -20,28 +20,11 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
 
-use common::crowd::{self, Carrier, D, MS, START, converged, data};
+use common::crowd::{self, Carrier, D, Feedback, Harness, MS, START, converged};
 use ka_codec::rcp_option;
 use ka_codec::scale::Scale;
 use ka_router::{ControllerKind, CrowdConfig};
-
-struct Flow {
-    start: u64,
-    /// Pacing rate (B/ms) and when it was learned.
-    rate: Option<f64>,
-    next_send: u64,
-    syn_sent: bool,
-    first_sent: bool,
-}
-
-struct Run {
-    queue_max: usize,
-    drops: u64,
-    /// Per flow: (time, rate) of every rate it adopted.
-    adopted: Vec<Vec<(u64, f64)>>,
-}
 
 /// The rate a piece leaving the port carries to its sender, and the
 /// sender's port number.
@@ -59,64 +42,38 @@ fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, f64)> {
     }
 }
 
-fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> Run {
-    let t0 = Instant::now();
-    let mut port = crowd::port(carrier, controller, t0);
-    let at = |ns: u64| t0 + Duration::from_nanos(ns);
-    let mut flows: Vec<Flow> = (0..n)
-        .map(|i| Flow {
-            start: crowd::start(i, n),
-            rate: None,
-            next_send: u64::MAX,
-            syn_sent: false,
-            first_sent: false,
-        })
-        .collect();
-    let mut echoes: VecDeque<(u64, usize, f64)> = VecDeque::new();
-    let mut out = Run {
-        queue_max: 0,
-        drops: 0,
-        adopted: vec![Vec::new(); n],
-    };
-    let mut t = 0;
-    while t < end {
-        t = crowd::tick(t);
-        while echoes.front().is_some_and(|e| e.0 <= t) {
-            let Some((_, i, r)) = echoes.pop_front() else {
+/// The rest of the path and the echo: a rate reaches its sender an RTT
+/// after it left the port.
+#[derive(Default)]
+struct Echoes(VecDeque<(u64, usize, f64)>);
+
+impl Feedback for Echoes {
+    fn deliver(&mut self, h: &mut Harness, t: u64) {
+        while self.0.front().is_some_and(|e| e.0 <= t) {
+            let Some((_, i, r)) = self.0.pop_front() else {
                 break;
             };
-            let f = &mut flows[i];
-            if f.rate.is_none() {
-                f.next_send = t;
-            }
-            f.rate = Some(r);
-            out.adopted[i].push((t, r));
+            h.adopt(i, t, r);
         }
-        for (i, f) in flows.iter_mut().enumerate() {
-            let sport = 40_000 + i as u16;
-            if !f.syn_sent && t >= f.start {
-                f.syn_sent = true;
-                port.push(at(t), data(carrier, sport, true));
-            }
-            if carrier == Carrier::Ka && !f.first_sent && t >= f.start + D {
-                f.first_sent = true;
-                port.push(at(t), data(carrier, sport, false));
-            }
-            if let Some(r) = f.rate {
-                crowd::pace(&mut port, t0, t, carrier, sport, r, &mut f.next_send);
-            }
-        }
-        port.handle_timeout(at(t));
-        while let Some(piece) = port.poll_transmit(at(t)) {
-            if let Some((sport, r)) = signal(carrier, &piece) {
-                let i = usize::from(sport - 40_000);
-                echoes.push_back((t + D, i, r));
-            }
-        }
-        out.queue_max = out.queue_max.max(port.queue_len());
     }
-    out.drops = port.snapshot().counters.drops_queue;
-    out
+
+    /// KA: the first data segment goes out an RTT after the SYN.
+    fn on_flow(&mut self, h: &mut Harness, i: usize, t: u64, _syn: bool) {
+        let f = &h.flows[i];
+        if h.carrier == Carrier::Ka && !f.first_sent && t >= f.start + D {
+            h.send_first(i, t);
+        }
+    }
+
+    fn on_piece(&mut self, h: &mut Harness, t: u64, piece: &[u8]) {
+        if let Some((sport, r)) = signal(h.carrier, piece) {
+            self.0.push_back((t + D, crowd::flow_of(sport), r));
+        }
+    }
+}
+
+fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> crowd::Run {
+    crowd::run(carrier, controller, n, end, &mut Echoes::default())
 }
 
 fn crowd() -> ControllerKind {
@@ -142,34 +99,19 @@ fn check(carrier: Carrier, n: usize) {
         .unwrap_or_else(|e| panic!("{carrier:?} N={n}: {e}"));
 }
 
-#[test]
-fn ka_converges_and_stays_bounded() {
-    for n in [1, 10, 64] {
-        check(Carrier::Ka, n);
+/// The queue the 64-flow crowd may build. KA: all 64 are announced by
+/// their SYNs before the first grant. Native: the first SYN gets the
+/// link, the others floors.
+fn bound(carrier: Carrier) -> usize {
+    match carrier {
+        Carrier::Ka => 20,
+        Carrier::Native => 150,
     }
 }
 
-#[test]
-fn native_converges_and_stays_bounded() {
-    for n in [1, 10, 64] {
-        check(Carrier::Native, n);
-    }
-}
-
-#[test]
-fn a_crowd_of_64_keeps_the_queue_short_where_rcp_overflows() {
-    let end = START + 10 * MS + 4 * D;
-    for carrier in [Carrier::Ka, Carrier::Native] {
-        let rcp = run(carrier, ControllerKind::Rcp, 64, end);
-        crowd::assert_rcp_overflows(carrier, rcp.queue_max, rcp.drops);
-        let c = run(carrier, crowd(), 64, end);
-        assert_eq!(c.drops, 0, "{carrier:?}");
-        // KA: all 64 are announced by their SYNs before the first grant.
-        // Native: the first SYN gets the link, the others floors.
-        let bound = match carrier {
-            Carrier::Ka => 20,
-            Carrier::Native => 150,
-        };
-        assert!(c.queue_max <= bound, "{carrier:?}: {}", c.queue_max);
-    }
+crowd::crowd_tests! {
+    check: check,
+    run: run,
+    controller: crowd(),
+    bound: bound,
 }

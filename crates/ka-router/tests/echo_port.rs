@@ -21,9 +21,8 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
 
-use common::crowd::{self, Carrier, D, MS, START, converged, data};
+use common::crowd::{self, Carrier, D, Feedback, Harness, MS, START, converged};
 use ka_codec::options::{KaRate, RcpEcho};
 use ka_codec::rcp_option;
 use ka_codec::scale::{Code, Scale};
@@ -32,22 +31,6 @@ use ka_codec::wire::checksum;
 use ka_codec::wire::ipv4::Ipv4Packet;
 use ka_codec::wire::tcp::{ACK, SYN, TcpRepr};
 use ka_router::{ControllerKind, EchoConfig};
-
-struct Flow {
-    start: u64,
-    rate: Option<f64>,
-    next_send: u64,
-    syn_sent: bool,
-    first_sent: bool,
-    count: u8,
-}
-
-struct Run {
-    queue_max: usize,
-    drops: u64,
-    lowered: u64,
-    adopted: Vec<Vec<(u64, f64)>>,
-}
 
 /// What goes back: (when, flow, the signal to echo; `None` for a KA
 /// SYN-ACK).
@@ -132,84 +115,73 @@ fn signal(carrier: Carrier, piece: &[u8]) -> Option<(u16, Signal)> {
     }
 }
 
-/// `reverse`: whether the ACKs pass the router.
-fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64, reverse: bool) -> Run {
-    let t0 = Instant::now();
-    let mut port = crowd::port(carrier, controller, t0);
-    let at = |ns: u64| t0 + Duration::from_nanos(ns);
-    let mut flows: Vec<Flow> = (0..n)
-        .map(|i| Flow {
-            start: crowd::start(i, n),
-            rate: None,
-            next_send: u64::MAX,
-            syn_sent: false,
-            first_sent: false,
-            count: 0,
-        })
-        .collect();
-    let mut acks: VecDeque<Ack> = VecDeque::new();
-    let mut out = Run {
-        queue_max: 0,
-        drops: 0,
-        lowered: 0,
-        adopted: vec![Vec::new(); n],
-    };
-    let mut t = 0;
-    while t < end {
-        t = crowd::tick(t);
-        while acks.front().is_some_and(|a| a.0 <= t) {
-            let Some((_, i, sig)) = acks.pop_front() else {
+/// The receivers' ACKs, an RTT after each packet left the port, through
+/// the router's reverse path if `reverse`.
+struct Acks {
+    queue: VecDeque<Ack>,
+    /// Per flow: the KA-Rate echo counter of its last ACK.
+    counts: Vec<u8>,
+    reverse: bool,
+}
+
+impl Feedback for Acks {
+    fn deliver(&mut self, h: &mut Harness, t: u64) {
+        while self.queue.front().is_some_and(|a| a.0 <= t) {
+            let Some((_, i, sig)) = self.queue.pop_front() else {
                 break;
             };
-            let f = &mut flows[i];
-            let sport = 40_000 + i as u16;
-            let syn_ack = sig.is_none() || (carrier == Carrier::Native && f.rate.is_none());
-            f.count = f.count.wrapping_add(1);
-            let mut p = ack(sport, syn_ack, sig, f.count);
-            if reverse {
-                port.on_reverse(at(t), &mut p);
+            let carrier = h.carrier;
+            let syn_ack =
+                sig.is_none() || (carrier == Carrier::Native && h.flows[i].rate.is_none());
+            self.counts[i] = self.counts[i].wrapping_add(1);
+            let mut p = ack(crowd::sport(i), syn_ack, sig, self.counts[i]);
+            if self.reverse {
+                let at = h.at(t);
+                h.port.on_reverse(at, &mut p);
             }
             match echoed(&p) {
-                Some(r) => {
-                    if f.rate.is_none() {
-                        f.next_send = t;
-                    }
-                    f.rate = Some(r);
-                    out.adopted[i].push((t, r));
-                }
+                Some(r) => h.adopt(i, t, r),
                 // KA: the SYN-ACK; the first data segment goes now.
-                None if carrier == Carrier::Ka && !f.first_sent => {
-                    f.first_sent = true;
-                    port.push(at(t), data(carrier, sport, false));
-                }
+                None if carrier == Carrier::Ka && !h.flows[i].first_sent => h.send_first(i, t),
                 None => {}
             }
         }
-        for (i, f) in flows.iter_mut().enumerate() {
-            let sport = 40_000 + i as u16;
-            if !f.syn_sent && t >= f.start {
-                f.syn_sent = true;
-                port.push(at(t), data(carrier, sport, true));
-                if carrier == Carrier::Ka {
-                    acks.push_back((t + D, i, None));
-                }
-            }
-            if let Some(r) = f.rate {
-                crowd::pace(&mut port, t0, t, carrier, sport, r, &mut f.next_send);
-            }
-        }
-        port.handle_timeout(at(t));
-        while let Some(piece) = port.poll_transmit(at(t)) {
-            if let Some((sport, s)) = signal(carrier, &piece) {
-                acks.push_back((t + D, usize::from(sport - 40_000), Some(s)));
-            }
-        }
-        out.queue_max = out.queue_max.max(port.queue_len());
     }
-    let c = port.snapshot().counters;
-    out.drops = c.drops_queue;
-    out.lowered = c.echoes_lowered;
-    out
+
+    /// KA: the SYN-ACK, without an echo, comes back an RTT after the SYN.
+    fn on_flow(&mut self, h: &mut Harness, i: usize, t: u64, syn: bool) {
+        if syn && h.carrier == Carrier::Ka {
+            self.queue.push_back((t + D, i, None));
+        }
+    }
+
+    fn on_piece(&mut self, h: &mut Harness, t: u64, piece: &[u8]) {
+        if let Some((sport, s)) = signal(h.carrier, piece) {
+            self.queue
+                .push_back((t + D, crowd::flow_of(sport), Some(s)));
+        }
+    }
+}
+
+/// `reverse`: whether the ACKs pass the router.
+fn run_acks(
+    carrier: Carrier,
+    controller: ControllerKind,
+    n: usize,
+    end: u64,
+    reverse: bool,
+) -> crowd::Run {
+    let mut acks = Acks {
+        queue: VecDeque::new(),
+        counts: vec![0; n],
+        reverse,
+    };
+    crowd::run(carrier, controller, n, end, &mut acks)
+}
+
+/// With the ACKs through the router.
+fn run(carrier: Carrier, controller: ControllerKind, n: usize, end: u64) -> crowd::Run {
+    run_acks(carrier, controller, n, end, true)
 }
 
 /// The queue a start may build. KA: every SYN-ACK of a crowd passes
@@ -233,7 +205,7 @@ fn echo() -> ControllerKind {
 
 fn check(carrier: Carrier, n: usize) {
     let end = START + 10 * MS + if n == 1 { 25 * D } else { 8 * D };
-    let r = run(carrier, echo(), n, end, true);
+    let r = run(carrier, echo(), n, end);
     assert_eq!(r.drops, 0, "{carrier:?} N={n}");
     assert!(
         r.queue_max <= bound(carrier),
@@ -250,34 +222,11 @@ fn check(carrier: Carrier, n: usize) {
         .unwrap_or_else(|e| panic!("{carrier:?} N={n}: {e}"));
 }
 
-#[test]
-fn ka_converges_and_stays_bounded() {
-    for n in [1, 10, 64] {
-        check(Carrier::Ka, n);
-    }
-}
-
-#[test]
-fn native_converges_and_stays_bounded() {
-    for n in [1, 10, 64] {
-        check(Carrier::Native, n);
-    }
-}
-
-#[test]
-fn a_crowd_of_64_keeps_the_queue_short_where_rcp_overflows() {
-    let end = START + 10 * MS + 4 * D;
-    for carrier in [Carrier::Ka, Carrier::Native] {
-        let rcp = run(carrier, ControllerKind::Rcp, 64, end, true);
-        crowd::assert_rcp_overflows(carrier, rcp.queue_max, rcp.drops);
-        let e = run(carrier, echo(), 64, end, true);
-        assert_eq!(e.drops, 0, "{carrier:?}");
-        assert!(
-            e.queue_max <= bound(carrier),
-            "{carrier:?}: {}",
-            e.queue_max
-        );
-    }
+crowd::crowd_tests! {
+    check: check,
+    run: run,
+    controller: echo(),
+    bound: bound,
 }
 
 #[test]
@@ -288,7 +237,7 @@ fn without_the_acks_the_data_still_carry_a_rate() {
     // link; no echo is lowered. Undithered forward codes round down and κ
     // stays at the busy-link target, so the shares are up to 15 % low.
     let end = START + 10 * MS + 30 * D;
-    let r = run(Carrier::Ka, echo(), 10, end, false);
+    let r = run_acks(Carrier::Ka, echo(), 10, end, false);
     assert_eq!(r.lowered, 0);
     assert_eq!(r.drops, 0);
     let last = START + 10 * MS;

@@ -19,18 +19,17 @@ use ka_router::trace::{self, Options, TraceError};
 use ka_router::{StampConfig, stamp_ipv4_with};
 use proptest::prelude::*;
 
-const A: [u8; 4] = [10, 0, 0, 1];
-const B: [u8; 4] = [10, 0, 0, 2];
+/// The connection's ends: the sender A (10.0.0.1:4000) and the receiver
+/// B (10.0.0.2:5001).
+const A: ([u8; 4], u16) = ([10, 0, 0, 1], 4000);
+const B: ([u8; 4], u16) = ([10, 0, 0, 2], 5001);
 
 /// A TCP/IPv4 segment with window 1000, TTL 64, DSCP/ECN 0.
 #[allow(clippy::too_many_arguments)]
 fn packet(
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-    seq: u32,
-    ack: u32,
+    (src, sport): ([u8; 4], u16),
+    (dst, dport): ([u8; 4], u16),
+    (seq, ack): (u32, u32),
     flags: u8,
     options: TcpOptions,
     payload: &[u8],
@@ -51,22 +50,11 @@ fn packet(
     .unwrap()
 }
 
-/// A data segment (or FIN) of the connection from A:4000 to B:5001,
-/// acknowledging 901, without options.
+/// A data segment (or FIN) from A to B, acknowledging 901, without
+/// options.
 fn a_to_b(seq: u32, flags: u8, payload: &[u8], df: bool, ident: u16) -> Vec<u8> {
-    packet(
-        A,
-        B,
-        4000,
-        5001,
-        seq,
-        901,
-        flags,
-        TcpOptions::default(),
-        payload,
-        df,
-        ident,
-    )
+    let options = TcpOptions::default();
+    packet(A, B, (seq, 901), flags, options, payload, df, ident)
 }
 
 const DATA: usize = 1460;
@@ -82,14 +70,8 @@ fn ka_flow() -> Vec<(Duration, Vec<u8>)> {
     };
     let ms = Duration::from_millis;
     let mut out = vec![
-        (
-            ms(0),
-            packet(A, B, 4000, 5001, 100, 0, 0x02, ka, &[], false, 1),
-        ),
-        (
-            ms(40),
-            packet(B, A, 5001, 4000, 900, 101, 0x12, ka, &[], false, 1),
-        ),
+        (ms(0), packet(A, B, (100, 0), 0x02, ka, &[], false, 1)),
+        (ms(40), packet(B, A, (900, 101), 0x12, ka, &[], false, 1)),
         (ms(41), a_to_b(101, 0x10, &[], false, 2)),
     ];
     let wanted = Code::from_len(L).unwrap();
@@ -110,19 +92,7 @@ fn ka_flow() -> Vec<(Duration, Vec<u8>)> {
         };
         out.push((
             t + ms(40),
-            packet(
-                B,
-                A,
-                5001,
-                4000,
-                901,
-                seq,
-                0x10,
-                echo,
-                &[],
-                false,
-                100 + i as u16,
-            ),
+            packet(B, A, (901, seq), 0x10, echo, &[], false, 100 + i as u16),
         ));
     }
     // After 700 ms without echoes: an RTT indicator (DF, total length 605

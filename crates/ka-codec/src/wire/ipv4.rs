@@ -343,6 +343,24 @@ impl Ipv4Repr {
     /// Length of the header [`emit`](Self::emit) writes.
     pub const HEADER_LEN: usize = MIN_HEADER_LEN;
 
+    /// A header from `src` to `dst` over `payload_len` bytes of
+    /// `protocol`: TTL 64, identification 0, DF and MF clear, offset 0,
+    /// DSCP/ECN 0. Set the fields that differ with `..Ipv4Repr::new(..)`.
+    pub const fn new(src: [u8; 4], dst: [u8; 4], protocol: u8, payload_len: usize) -> Self {
+        Ipv4Repr {
+            src,
+            dst,
+            protocol,
+            ttl: 64,
+            ident: 0,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+            dscp_ecn: 0,
+            payload_len,
+        }
+    }
+
     /// Reads the fixed header fields of a checked packet (options ignored).
     pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Result<Self, WireError> {
         Ok(Ipv4Repr {
@@ -395,16 +413,9 @@ mod tests {
     fn sample() -> [u8; 28] {
         let mut b = [0u8; 28];
         let r = Ipv4Repr {
-            src: [10, 0, 0, 1],
-            dst: [10, 0, 0, 2],
-            protocol: PROTO_UDP,
-            ttl: 64,
             ident: 0x1234,
             dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            dscp_ecn: 0,
-            payload_len: 8,
+            ..Ipv4Repr::new([10, 0, 0, 1], [10, 0, 0, 2], PROTO_UDP, 8)
         };
         assert_eq!(r.emit(&mut b), Ok(20));
         b

@@ -75,12 +75,14 @@ impl Stack {
             proto: ip.protocol(),
             ident: u32::from(ip.ident()),
         };
-        let proto = (ip.frag_offset() == 0).then_some(ip.protocol());
-        let (offset, more) = (ip.frag_offset(), ip.more_frags());
-        if let Some(done) = self
-            .reasm
-            .insert_ecn(now, key, offset, more, payload, proto, ecn)
-        {
+        let frag = Fragment {
+            offset: ip.frag_offset(),
+            more: ip.more_frags(),
+            data: payload,
+            proto: (ip.frag_offset() == 0).then_some(ip.protocol()),
+            ecn,
+        };
+        if let Some(done) = self.reasm.insert_ecn(now, key, frag) {
             self.handle_tcp(now, src, dst, &done.payload, done.ecn);
         }
     }
@@ -119,11 +121,14 @@ impl Stack {
                     proto: 0,
                     ident: fh.ident,
                 };
-                let proto = (fh.offset == 0).then_some(fh.next_header);
-                if let Some(done) =
-                    self.reasm
-                        .insert_ecn(now, key, fh.offset, fh.more_frags, payload, proto, ecn)
-                {
+                let frag = Fragment {
+                    offset: fh.offset,
+                    more: fh.more_frags,
+                    data: payload,
+                    proto: (fh.offset == 0).then_some(fh.next_header),
+                    ecn,
+                };
+                if let Some(done) = self.reasm.insert_ecn(now, key, frag) {
                     if done.proto == 6 {
                         self.handle_tcp(now, src, dst, &done.payload, done.ecn);
                     } else {

@@ -35,7 +35,7 @@ use ka_codec::wire::ecn::{Ecn, set_ecn};
 use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{checksum, ipv4, ipv6};
 use ka_codec::xcp_option::{self, XcpOption};
-use reasm::{FragKey, Reassembler};
+use reasm::{FragKey, Fragment, Reassembler};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};

@@ -66,6 +66,22 @@ pub struct ReassemblyStats {
     pub ecn_mixed: u64,
 }
 
+/// One fragment as its IP header (and IPv6 Fragment header) describes
+/// it, for [`Reassembler::insert_ecn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment<'a> {
+    /// Fragment offset, bytes.
+    pub offset: usize,
+    /// More Fragments.
+    pub more: bool,
+    /// The fragment's payload.
+    pub data: &'a [u8],
+    /// The upper-layer protocol if this fragment names it (offset 0).
+    pub proto: Option<u8>,
+    /// The IP header's ECN codepoint.
+    pub ecn: Ecn,
+}
+
 #[derive(Debug)]
 struct Datagram {
     created: Instant,
@@ -184,22 +200,31 @@ impl Reassembler {
         data: &[u8],
         proto: Option<u8>,
     ) -> Option<Reassembled> {
-        self.insert_ecn(now, key, offset, more, data, proto, Ecn::NotEct)
+        let frag = Fragment {
+            offset,
+            more,
+            data,
+            proto,
+            ecn: Ecn::NotEct,
+        };
+        self.insert_ecn(now, key, frag)
     }
 
-    /// [`Reassembler::insert`] for a fragment whose IP header carried the
-    /// ECN codepoint `ecn`.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Reassembler::insert`] for a fragment whose IP header carried an
+    /// ECN codepoint (`frag.ecn`).
     pub fn insert_ecn(
         &mut self,
         now: Instant,
         key: FragKey,
-        offset: usize,
-        more: bool,
-        data: &[u8],
-        proto: Option<u8>,
-        ecn: Ecn,
+        frag: Fragment<'_>,
     ) -> Option<Reassembled> {
+        let Fragment {
+            offset,
+            more,
+            data,
+            proto,
+            ecn,
+        } = frag;
         self.stats.fragments += 1;
         self.handle_timeout(now);
         let end = offset.saturating_add(data.len());
@@ -396,10 +421,30 @@ mod tests {
         let run = |first: Ecn, second: Ecn, ident: u32| {
             let mut r = Reassembler::new(cfg());
             assert!(
-                r.insert_ecn(t, key(ident), 32, false, &data[32..], None, second)
-                    .is_none()
+                r.insert_ecn(
+                    t,
+                    key(ident),
+                    Fragment {
+                        offset: 32,
+                        more: false,
+                        data: &data[32..],
+                        proto: None,
+                        ecn: second,
+                    }
+                )
+                .is_none()
             );
-            let done = r.insert_ecn(t, key(ident), 0, true, &data[..32], Some(6), first);
+            let done = r.insert_ecn(
+                t,
+                key(ident),
+                Fragment {
+                    offset: 0,
+                    more: true,
+                    data: &data[..32],
+                    proto: Some(6),
+                    ecn: first,
+                },
+            );
             assert_eq!(r.memory(), 0);
             (done.map(|d| d.ecn), r.stats())
         };

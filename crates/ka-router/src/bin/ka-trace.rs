@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use clap::Parser;
 use ka_codec::units::parse_duration;
-use ka_router::trace::flows::Side;
 use ka_router::trace::{self, Options};
 
 const AFTER: &str = "\
@@ -105,7 +104,7 @@ fn main() -> ExitCode {
             );
             for f in &r.flows {
                 let s = f.sender();
-                let (src, dst) = if s == Side::A { (f.a, f.b) } else { (f.b, f.a) };
+                let (src, dst) = f.ends();
                 let d = &f.dir[s];
                 let rates = d.rate_range.map_or(String::new(), |(lo, hi)| {
                     format!(", signalled {:.3}–{:.3} Mbit/s", lo / 1e6, hi / 1e6)

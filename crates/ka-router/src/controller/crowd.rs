@@ -36,8 +36,8 @@ mod flows;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::follow::{self, Core, Ewma, FULL_LOAD, Following, GAIN, Y_TAU};
-use super::packet::PacketInfo;
+use super::follow::{self, Core, Ewma, FULL_LOAD, Following, GAIN};
+use super::packet::{FlowKey, PacketInfo, TcpInfo};
 use super::rcp::RcpConfig;
 use super::table::packets_at;
 use super::{ControllerConfig, Measurement, RateController};
@@ -191,13 +191,7 @@ impl Crowd {
 }
 
 impl Following for Crowd {
-    fn core(&self) -> &Core {
-        &self.core
-    }
-
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
+    follow::core_access!();
 
     /// Expiry, per-flow rates, "limited elsewhere", the end of first round
     /// trips and size samples.
@@ -210,11 +204,11 @@ impl Following for Crowd {
         let mut sizes = Vec::new();
         self.table.sweep(|f| {
             let keep = match f.phase {
-                Phase::Announced { at } => now.saturating_sub(at) < d * 3,
+                Phase::Announced { at } => core.announced_alive(at),
                 Phase::Pending { at, g } => {
                     now.saturating_sub(at) < (d * 2).saturating_add(packets_at(g))
                 }
-                Phase::Active(_) => now.saturating_sub(f.last) < core.idle_limit(f.told),
+                Phase::Active(_) => core.active_alive(f.last, f.told),
             };
             if let Phase::Active(ref mut a) = f.phase {
                 let tau = d.max(Duration::from_millis(1));
@@ -288,47 +282,41 @@ impl Following for Crowd {
             self.history.pop_front();
         }
     }
-}
 
-impl RateController for Crowd {
-    follow::following_methods!();
+    fn on_syn(&mut self, key: FlowKey) {
+        let now = self.core.now;
+        if self.table.get(&key).is_none()
+            && !self
+                .table
+                .insert(key, Flow::new(Phase::Announced { at: now }, now))
+        {
+            self.stats.overflow += 1;
+        }
+    }
 
-    fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
-        let Some(t) = self.core.arrival(now, packet) else {
-            return;
-        };
+    fn on_fin(&mut self, key: FlowKey, len: usize) {
+        match self.table.remove(&key) {
+            Some(f) => {
+                if let Phase::Active(a) = f.phase
+                    && !a.sampled
+                    && a.g.is_some()
+                {
+                    self.learn(a.bytes.saturating_add(len as u64));
+                }
+                self.refresh();
+            }
+            None => self.core.untracked(len),
+        }
+    }
+
+    fn on_segment(&mut self, t: TcpInfo, len: usize) {
         let now = self.core.now;
         let key = t.flow;
-        if t.syn {
-            if self.table.get(&key).is_none()
-                && !self
-                    .table
-                    .insert(key, Flow::new(Phase::Announced { at: now }, now))
-            {
-                self.stats.overflow += 1;
-            }
-            return;
-        }
-        if t.fin {
-            match self.table.remove(&key) {
-                Some(f) => {
-                    if let Phase::Active(a) = f.phase
-                        && !a.sampled
-                        && a.g.is_some()
-                    {
-                        self.learn(a.bytes.saturating_add(packet.len as u64));
-                    }
-                    self.refresh();
-                }
-                None => self.core.y_untracked.add(now, Y_TAU, packet.len),
-            }
-            return;
-        }
         let d = self.core.rtt;
         let Some(f) = self.table.get_mut(&key) else {
             if t.payload == 0 {
                 // Pure ACKs take no rate.
-                self.core.y_untracked.add(now, Y_TAU, packet.len);
+                self.core.untracked(len);
                 return;
             }
             // A connection whose SYN the port did not see: follow it as a
@@ -349,7 +337,7 @@ impl RateController for Crowd {
                 self.refresh();
             } else {
                 self.stats.overflow += 1;
-                self.core.y_untracked.add(now, Y_TAU, packet.len);
+                self.core.untracked(len);
             }
             return;
         };
@@ -359,7 +347,7 @@ impl RateController for Crowd {
             Phase::Pending { at, g } => {
                 // The grant's round trip is over when paced packets come.
                 if now.saturating_sub(at) >= d / 2 {
-                    let bytes = packet.len as u64;
+                    let bytes = len as u64;
                     let a = Active {
                         since: now,
                         g: Some(g),
@@ -376,9 +364,9 @@ impl RateController for Crowd {
                 }
             }
             Phase::Active(ref mut a) => {
-                a.bytes = a.bytes.saturating_add(packet.len as u64);
+                a.bytes = a.bytes.saturating_add(len as u64);
                 let mut e = Ewma { v: a.m, at: a.m_at };
-                e.add(now, d.max(Duration::from_millis(1)), packet.len);
+                e.add(now, d.max(Duration::from_millis(1)), len);
                 a.m = e.v;
                 a.m_at = e.at;
                 // A young flow counts by its first-RTT demand so far
@@ -392,6 +380,10 @@ impl RateController for Crowd {
             }
         }
     }
+}
+
+impl RateController for Crowd {
+    follow::following_methods!();
 
     fn rate_for(&mut self, now: Duration, packet: &PacketInfo) -> f64 {
         self.core.advance_to(now);

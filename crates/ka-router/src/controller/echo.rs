@@ -31,8 +31,8 @@
 
 use std::time::Duration;
 
-use super::follow::{self, Core, FULL_LOAD, Following, GAIN, Y_TAU};
-use super::packet::{FlowKey, PacketInfo};
+use super::follow::{self, Core, FULL_LOAD, Following, GAIN};
+use super::packet::{FlowKey, PacketInfo, TcpInfo};
 use super::rcp::RcpConfig;
 use super::table::{Table, Totals, add, add_sum};
 use super::{ControllerConfig, Measurement, RateController};
@@ -320,25 +320,17 @@ impl Echo {
 }
 
 impl Following for Echo {
-    fn core(&self) -> &Core {
-        &self.core
-    }
-
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
+    follow::core_access!();
 
     /// Expiry and "limited elsewhere".
     fn sweep(&mut self) {
-        let now = self.core.now;
-        let d = self.core.rtt;
         let r = self.core.rate;
         let core = &self.core;
         let (mut limited, mut sum) = (0usize, 0.0);
         self.table.sweep(|f| {
             let keep = match f.phase {
-                Phase::Announced { at } => now.saturating_sub(at) < d * 3,
-                _ => now.saturating_sub(f.last) < core.idle_limit(f.told),
+                Phase::Announced { at } => core.announced_alive(at),
+                _ => core.active_alive(f.last, f.told),
             };
             if keep && f.phase == Phase::Settled && f.path < r {
                 limited += 1;
@@ -384,43 +376,40 @@ impl Following for Echo {
             self.core.clamp(ka / (1.0 + self.table.young as f64))
         };
     }
-}
 
-impl RateController for Echo {
-    follow::following_methods!();
+    fn on_syn(&mut self, key: FlowKey) {
+        if self.table.get(&key).is_none() {
+            let now = self.core.now;
+            self.insert(key, Phase::Announced { at: now }, now);
+        }
+    }
 
-    fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
-        let Some(t) = self.core.arrival(now, packet) else {
-            return;
-        };
+    fn on_fin(&mut self, key: FlowKey, len: usize) {
+        if self.table.remove(&key).is_some() {
+            self.refresh();
+        } else {
+            self.core.untracked(len);
+        }
+    }
+
+    fn on_segment(&mut self, t: TcpInfo, len: usize) {
         let now = self.core.now;
-        let key = t.flow;
-        if t.syn {
-            if self.table.get(&key).is_none() {
-                self.insert(key, Phase::Announced { at: now }, now);
-            }
-            return;
-        }
-        if t.fin {
-            if self.table.remove(&key).is_some() {
-                self.refresh();
-            } else {
-                self.core.y_untracked.add(now, Y_TAU, packet.len);
-            }
-            return;
-        }
-        if let Some(f) = self.table.get_mut(&key) {
+        if let Some(f) = self.table.get_mut(&t.flow) {
             f.last = now;
             return;
         }
         // Pure ACKs take no rate; a connection whose SYN the port did not
         // see is followed as settled from its first data packet on.
-        if t.payload == 0 || !self.insert(key, Phase::Settled, now) {
-            self.core.y_untracked.add(now, Y_TAU, packet.len);
+        if t.payload == 0 || !self.insert(t.flow, Phase::Settled, now) {
+            self.core.untracked(len);
         } else {
             self.refresh();
         }
     }
+}
+
+impl RateController for Echo {
+    follow::following_methods!();
 
     fn rate_for(&mut self, now: Duration, packet: &PacketInfo) -> f64 {
         self.core.advance_to(now);

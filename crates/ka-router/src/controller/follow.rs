@@ -2,12 +2,13 @@
 //! [`Echo`](super::Echo)) share: RCP's loop ([`RcpLoop`]) on a multiplier κ
 //! of the fair share, the port's clock and link as the intervals report
 //! them, the rate estimates of traffic they do not follow, and the
-//! control-interval skeleton ([`Following`], [`interval`], [`intervals`]).
+//! packet and control-interval skeletons ([`Following`], [`on_packet`],
+//! [`interval`], [`intervals`]).
 
 use std::time::Duration;
 
 use super::Measurement;
-use super::packet::{PacketInfo, TcpInfo};
+use super::packet::{FlowKey, PacketInfo, TcpInfo};
 use super::rcp::RcpConfig;
 use super::rcp::{LawInput, MIN_RTT_MS, RcpLoop};
 
@@ -146,6 +147,23 @@ impl Core {
             .max(super::table::packets_at(told))
     }
 
+    /// Whether a connection announced at `at` (its SYN seen, no rate yet)
+    /// is still expected: for 3d.
+    pub fn announced_alive(&self, at: Duration) -> bool {
+        self.now.saturating_sub(at) < self.rtt * 3
+    }
+
+    /// Whether a connection last seen at `last` and told `told` B/ms is
+    /// still active (see [`Core::idle_limit`]).
+    pub fn active_alive(&self, last: Duration, told: f64) -> bool {
+        self.now.saturating_sub(last) < self.idle_limit(told)
+    }
+
+    /// `len` bytes of TCP traffic the controller does not follow.
+    pub fn untracked(&mut self, len: usize) {
+        self.y_untracked.add(self.now, Y_TAU, len);
+    }
+
     /// A packet arrives at `now`: the clock moves, non-TCP traffic is
     /// counted. Returns its TCP header, if any.
     pub fn arrival(&mut self, now: Duration, packet: &PacketInfo) -> Option<TcpInfo> {
@@ -208,19 +226,45 @@ pub(super) trait Following {
     fn kappa_for(&self, rate: f64, a0: f64) -> f64;
     /// R from κ and the flows.
     fn refresh(&mut self);
+    /// A SYN of connection `key` (the clock is at the packet).
+    fn on_syn(&mut self, key: FlowKey);
+    /// A FIN or RST of connection `key`, `len` IP bytes.
+    fn on_fin(&mut self, key: FlowKey, len: usize);
+    /// Any other segment `t`, `len` IP bytes.
+    fn on_segment(&mut self, t: TcpInfo, len: usize);
     /// After κ moved at the end of intervals. Default: [`Following::refresh`].
     fn after_intervals(&mut self) {
         self.refresh();
     }
 }
 
+/// [`Following::core`] and [`Following::core_mut`] of a controller with a
+/// `core: Core` field, for use inside its `impl Following` block.
+macro_rules! core_access {
+    () => {
+        fn core(&self) -> &Core {
+            &self.core
+        }
+
+        fn core_mut(&mut self) -> &mut Core {
+            &mut self.core
+        }
+    };
+}
+pub(super) use core_access;
+
 /// The [`RateController`](super::RateController) methods every
-/// [`Following`] controller implements alike (the interval law, R, restore,
-/// and wanting every packet), for use inside its `impl RateController`
-/// block; the controller writes `on_packet` and `rate_for` itself. Expects
-/// a `core: Core` field and `follow` and `Measurement` in scope.
+/// [`Following`] controller implements alike (the packet dispatch, the
+/// interval law, R, restore, and wanting every packet), for use inside its
+/// `impl RateController` block; the controller writes `rate_for` itself.
+/// Expects a `core: Core` field and `follow`, `Duration`, `Measurement`
+/// and `PacketInfo` in scope.
 macro_rules! following_methods {
     () => {
+        fn on_packet(&mut self, now: Duration, packet: &PacketInfo) {
+            follow::on_packet(self, now, packet);
+        }
+
         fn on_interval(&mut self, m: &Measurement) -> f64 {
             follow::interval(self, m)
         }
@@ -246,6 +290,22 @@ macro_rules! following_methods {
     };
 }
 pub(super) use following_methods;
+
+/// [`RateController::on_packet`](super::RateController::on_packet) of a
+/// [`Following`] controller: the clock moves, non-TCP traffic is counted,
+/// a TCP segment goes to the hook of its kind.
+pub(super) fn on_packet<C: Following>(c: &mut C, now: Duration, packet: &PacketInfo) {
+    let Some(t) = c.core_mut().arrival(now, packet) else {
+        return;
+    };
+    if t.syn {
+        c.on_syn(t.flow);
+    } else if t.fin {
+        c.on_fin(t.flow, packet.len);
+    } else {
+        c.on_segment(t, packet.len);
+    }
+}
 
 /// [`RateController::restore`](super::RateController::restore) of a
 /// [`Following`] controller: κ such that R is `rate` (TCP mode freezes R at

@@ -553,28 +553,7 @@ impl Rwm {
         if flags & (SYN | RST | FIN) == 0 && hot.is_fast(self.table.epoch()) {
             return self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
         }
-        self.not_fast(now, side, packet, seg, fp, pos, hot)
-    }
-
-    /// [`Rwm::process_segment`] beyond the common case, out of line so the
-    /// common case keeps a small stack frame.
-    #[cold]
-    #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn not_fast(
-        &mut self,
-        now: Instant,
-        side: Side,
-        packet: &mut SegmentMut<'_>,
-        seg: &segment::TcpSeg,
-        fp: u64,
-        pos: u32,
-        hot: Hot,
-    ) -> RwmOutcome {
-        let t = self.time(now);
-        let outcome = self.slow_path(t, side, packet, seg, fp, pos, hot);
-        self.sync_check();
-        outcome
+        self.slow_path(now, side, packet, seg, fp, pos, hot)
     }
 
     /// A segment of a connection not in the table.
@@ -597,12 +576,15 @@ impl Rwm {
         RwmOutcome::Untracked
     }
 
-    /// Everything but the common case: handshakes, RST, FIN, a flow to
-    /// move or re-activate.
+    /// [`Rwm::process_segment`] beyond the common case — handshakes, RST,
+    /// FIN, a flow to move or re-activate — out of line so the common case
+    /// keeps a small stack frame.
+    #[cold]
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn slow_path(
         &mut self,
-        t: u64,
+        now: Instant,
         side: Side,
         packet: &mut SegmentMut<'_>,
         seg: &segment::TcpSeg,
@@ -610,41 +592,46 @@ impl Rwm {
         pos: u32,
         hot: Hot,
     ) -> RwmOutcome {
-        if !self.table.is(pos, fp) {
-            // Another connection with the same tag (see the buckets
-            // module): this one is not tracked.
-            self.stats.untracked += 1;
-            return RwmOutcome::Untracked;
-        }
-        let flags = seg.flags;
-        if flags & RST != 0 {
-            self.table.remove(pos);
-            if hot.stage() == Stage::Established {
+        let t = self.time(now);
+        let outcome = 'path: {
+            if !self.table.is(pos, fp) {
+                // Another connection with the same tag (see the buckets
+                // module): this one is not tracked.
+                self.stats.untracked += 1;
+                break 'path RwmOutcome::Untracked;
+            }
+            let flags = seg.flags;
+            if flags & RST != 0 {
+                self.table.remove(pos);
+                if hot.stage() == Stage::Established {
+                    self.stats.closed += 1;
+                }
+                break 'path RwmOutcome::Unchanged;
+            }
+            if hot.stage() != Stage::Established {
+                if !self.on_handshake(&packet.as_segment(), seg, pos, t) {
+                    break 'path RwmOutcome::Handshake;
+                }
+            } else {
+                self.table.touch(pos, t);
+                if flags & SYN != 0 {
+                    // A SYN on an established connection: ignored (RFC 5961
+                    // spirit; if the old connection is really gone, the entry
+                    // ages out).
+                    break 'path RwmOutcome::Handshake;
+                }
+            }
+            let Some(&hot) = self.table.hot(pos) else {
+                break 'path RwmOutcome::Untracked;
+            };
+            let outcome = self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
+            if flags & FIN != 0 && self.table.fin(pos, seg.from) {
+                self.table.remove(pos);
                 self.stats.closed += 1;
             }
-            return RwmOutcome::Unchanged;
-        }
-        if hot.stage() != Stage::Established {
-            if !self.on_handshake(&packet.as_segment(), seg, pos, t) {
-                return RwmOutcome::Handshake;
-            }
-        } else {
-            self.table.touch(pos, t);
-            if flags & SYN != 0 {
-                // A SYN on an established connection: ignored (RFC 5961
-                // spirit; if the old connection is really gone, the entry
-                // ages out).
-                return RwmOutcome::Handshake;
-            }
-        }
-        let Some(&hot) = self.table.hot(pos) else {
-            return RwmOutcome::Untracked;
+            outcome
         };
-        let outcome = self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
-        if flags & FIN != 0 && self.table.fin(pos, seg.from) {
-            self.table.remove(pos);
-            self.stats.closed += 1;
-        }
+        self.sync_check();
         outcome
     }
 

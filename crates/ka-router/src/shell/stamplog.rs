@@ -213,14 +213,7 @@ mod tests {
 
     #[test]
     fn finds_ipv6_leading_fragments() {
-        let body = 8 + 880;
-        let mut b = vec![0u8; 40 + body];
-        b[0] = 0x60;
-        b[4..6].copy_from_slice(&(body as u16).to_be_bytes());
-        b[6] = 44;
-        b[40] = 6;
-        b[42..44].copy_from_slice(&1u16.to_be_bytes()); // offset 0, M = 1
-        b[44..48].copy_from_slice(&0x4B41_0001u32.to_be_bytes());
+        let mut b = crate::trace::packet::tests::v6_leading_fragment(0x4B41_0001, &[]);
         let l = leading_fragment(&b).unwrap();
         assert_eq!((l.version, l.ident, l.len), (6, 0x4B41_0001, 880));
         b[43] = 0; // M = 0: atomic fragment

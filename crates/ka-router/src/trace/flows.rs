@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use ka_codec::Scale;
+use ka_codec::{Scale, units};
 
 use super::packet::PacketInfo;
 
@@ -215,6 +215,15 @@ impl Flow {
     pub fn is_ka(&self) -> bool {
         self.ka_permitted.both()
             || (self.syn.0 == [None, None] && self.dir.0.iter().any(|d| d.echoes > 0))
+    }
+
+    /// The data sender's endpoint, then the receiver's.
+    pub fn ends(&self) -> (Endpoint, Endpoint) {
+        if self.sender() == Side::A {
+            (self.a, self.b)
+        } else {
+            (self.b, self.a)
+        }
     }
 
     /// `ka`, `rcp`, `xcp` or `tcp`.
@@ -631,26 +640,15 @@ fn extend(d: &mut DirStats, b: &mut Bin, side: Side, end: u32) {
     }
 }
 
-/// Seconds as ka-sim writes them: exact nanoseconds, trailing zeros cut.
+/// Seconds as ka-sim writes them: exact nanoseconds, trailing zeros cut
+/// ([`units::Seconds`]).
 pub fn fmt_secs(t: f64) -> String {
     let ns = (t * 1e9).round().max(0.0) as u64;
-    let (whole, frac) = (ns / 1_000_000_000, ns % 1_000_000_000);
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let f = format!("{frac:09}");
-    format!("{whole}.{}", f.trim_end_matches('0'))
+    units::Seconds(ns).to_string()
 }
 
-/// A value as ka-sim writes it: integers bare, else at most 6 decimals.
+/// A value as ka-sim writes it: integers bare, else at most 6 decimals
+/// ([`units::Trimmed`]).
 pub fn fmt_val(v: f64) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    if v == v.trunc() && v.abs() < 1e15 {
-        return format!("{}", v as i64);
-    }
-    let s = format!("{v:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.into() }
+    units::Trimmed(v).to_string()
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::flows::{Flow, Side, fmt_secs, fmt_val};
+use super::flows::{Flow, fmt_secs, fmt_val};
 
 /// The header of `flows.csv`: ka-sim's (`ka_sim::results::output::FLOWS_HEADER`;
 /// a ka-sim test checks they stay equal).
@@ -103,11 +103,7 @@ pub fn trace_flows_csv(flows: &[Flow]) -> String {
     s.push('\n');
     for f in flows {
         let snd = f.sender();
-        let (src, dst) = if snd == Side::A {
-            (f.a, f.b)
-        } else {
-            (f.b, f.a)
-        };
+        let (src, dst) = f.ends();
         let d = &f.dir[snd];
         let r = &f.dir[snd.other()];
         let (lo, hi) = d

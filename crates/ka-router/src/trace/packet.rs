@@ -321,8 +321,25 @@ fn ip_options(opts: &[u8]) -> (Option<RcpOpt>, Option<XcpOpt>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// An IPv6 leading fragment (offset 0, M = 1) of TCP with
+    /// identification `ident`, hop limit 64: 880 bytes after the Fragment
+    /// header, `upper` (the segment's start) then zeros.
+    pub(crate) fn v6_leading_fragment(ident: u32, upper: &[u8]) -> Vec<u8> {
+        let body_len = 8 + 880;
+        let mut p = vec![0u8; 40 + body_len];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&(body_len as u16).to_be_bytes());
+        p[6] = 44;
+        p[7] = 64;
+        p[40] = 6;
+        p[42..44].copy_from_slice(&1u16.to_be_bytes());
+        p[44..48].copy_from_slice(&ident.to_be_bytes());
+        p[48..48 + upper.len()].copy_from_slice(upper);
+        p
+    }
 
     fn v4(total: usize, flags_off: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
         let hl = 20 + opts.len();
@@ -429,17 +446,7 @@ mod tests {
 
     #[test]
     fn ipv6_leading_fragment() {
-        let seg = tcp_hdr(&[]);
-        let body_len = 8 + 880;
-        let mut p = vec![0u8; 40 + body_len];
-        p[0] = 0x60;
-        p[4..6].copy_from_slice(&(body_len as u16).to_be_bytes());
-        p[6] = 44;
-        p[7] = 64;
-        p[40] = 6;
-        p[42..44].copy_from_slice(&1u16.to_be_bytes());
-        p[44..48].copy_from_slice(&0x4B41_0005u32.to_be_bytes());
-        p[48..48 + seg.len()].copy_from_slice(&seg);
+        let p = v6_leading_fragment(0x4B41_0005, &tcp_hdr(&[]));
         let i = decode(LINKTYPE_RAW, &p).unwrap();
         assert_eq!(
             (i.version, i.ident, i.leading_len),

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::flows::{Flow, Side};
+use super::flows::Flow;
 use super::output::flow_rows;
 
 fn perr<E: std::error::Error + Send + Sync + 'static>(e: E) -> io::Error {
@@ -50,12 +50,7 @@ pub fn write_flow_svg(path: &Path, f: &Flow, bin_s: f64) -> io::Result<()> {
         * 1.1;
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
 
-    let snd = f.sender();
-    let (src, dst) = if snd == Side::A {
-        (f.a, f.b)
-    } else {
-        (f.b, f.a)
-    };
+    let (src, dst) = f.ends();
     let title = format!(
         "flow {}: {}:{} → {}:{} ({})",
         f.id,

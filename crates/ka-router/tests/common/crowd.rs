@@ -1,5 +1,7 @@
 //! What the flash-crowd port harnesses (`crowd_port.rs`, `echo_port.rs`)
-//! share: the link, the senders' packets and the convergence check.
+//! share: the link, the senders' packets, the virtual-time loop
+//! ([`run`]), the convergence check and the tests both run
+//! ([`crowd_tests!`]).
 
 use std::time::{Duration, Instant};
 
@@ -113,6 +115,184 @@ pub fn leading_piece(piece: &[u8]) -> Option<(Ipv4Packet<&[u8]>, u16)> {
     let sport = u16::from_be_bytes([*p.payload().first()?, *p.payload().get(1)?]);
     Some((p, sport))
 }
+
+/// One sender of the crowd.
+pub struct Flow {
+    /// When it sends its SYN, ns.
+    pub start: u64,
+    /// The rate (B/ms) it paces at, once it learned one.
+    pub rate: Option<f64>,
+    /// When its next data packet is due, ns.
+    pub next_send: u64,
+    pub syn_sent: bool,
+    /// KA: whether its first data segment went out.
+    pub first_sent: bool,
+}
+
+/// Flow `i`'s sender port.
+pub fn sport(i: usize) -> u16 {
+    40_000 + i as u16
+}
+
+/// The flow whose sender port is `sport`.
+pub fn flow_of(sport: u16) -> usize {
+    usize::from(sport - 40_000)
+}
+
+/// The port and its senders as [`run`] drives them.
+pub struct Harness {
+    pub carrier: Carrier,
+    pub port: Port,
+    pub t0: Instant,
+    pub flows: Vec<Flow>,
+    /// Per flow: (time, rate) of every rate it adopted.
+    pub adopted: Vec<Vec<(u64, f64)>>,
+    pub queue_max: usize,
+}
+
+impl Harness {
+    /// Virtual time `ns` as an instant.
+    pub fn at(&self, ns: u64) -> Instant {
+        self.t0 + Duration::from_nanos(ns)
+    }
+
+    /// Flow `i` learns rate `r` at `t` and paces at it (from now on if it
+    /// had none).
+    pub fn adopt(&mut self, i: usize, t: u64, r: f64) {
+        let f = &mut self.flows[i];
+        if f.rate.is_none() {
+            f.next_send = t;
+        }
+        f.rate = Some(r);
+        self.adopted[i].push((t, r));
+    }
+
+    /// Flow `i`'s first data segment goes out at `t` (KA: after the
+    /// handshake, before any rate).
+    pub fn send_first(&mut self, i: usize, t: u64) {
+        self.flows[i].first_sent = true;
+        let p = data(self.carrier, sport(i), false);
+        self.port.push(self.at(t), p);
+    }
+}
+
+/// How a harness's signals travel back to the senders.
+pub trait Feedback {
+    /// At `t`, before the senders act: deliver what has reached them.
+    fn deliver(&mut self, h: &mut Harness, t: u64);
+    /// At `t`, flow `i` after its SYN went out (`syn`: just now), before
+    /// it paces.
+    fn on_flow(&mut self, h: &mut Harness, i: usize, t: u64, syn: bool);
+    /// `piece` leaves the port at `t`.
+    fn on_piece(&mut self, h: &mut Harness, t: u64, piece: &[u8]);
+}
+
+/// What a run measured.
+pub struct Run {
+    pub queue_max: usize,
+    pub drops: u64,
+    /// Echoes the port lowered on the reverse path.
+    pub lowered: u64,
+    /// Per flow: (time, rate) of every rate it adopted.
+    pub adopted: Vec<Vec<(u64, f64)>>,
+}
+
+/// `n` senders start within 10 ms from `START` on a port running
+/// `controller`, until `end`: each step the feedback is delivered, the
+/// senders send their SYNs and pace, the port runs and transmits.
+pub fn run(
+    carrier: Carrier,
+    controller: ControllerKind,
+    n: usize,
+    end: u64,
+    feedback: &mut impl Feedback,
+) -> Run {
+    let t0 = Instant::now();
+    let mut h = Harness {
+        carrier,
+        port: port(carrier, controller, t0),
+        t0,
+        flows: (0..n)
+            .map(|i| Flow {
+                start: start(i, n),
+                rate: None,
+                next_send: u64::MAX,
+                syn_sent: false,
+                first_sent: false,
+            })
+            .collect(),
+        adopted: vec![Vec::new(); n],
+        queue_max: 0,
+    };
+    let mut t = 0;
+    while t < end {
+        t = tick(t);
+        feedback.deliver(&mut h, t);
+        for i in 0..n {
+            let syn = !h.flows[i].syn_sent && t >= h.flows[i].start;
+            if syn {
+                h.flows[i].syn_sent = true;
+                h.port.push(h.at(t), data(carrier, sport(i), true));
+            }
+            feedback.on_flow(&mut h, i, t, syn);
+            let f = &mut h.flows[i];
+            if let Some(r) = f.rate {
+                pace(&mut h.port, t0, t, carrier, sport(i), r, &mut f.next_send);
+            }
+        }
+        h.port.handle_timeout(h.at(t));
+        while let Some(piece) = h.port.poll_transmit(h.at(t)) {
+            feedback.on_piece(&mut h, t, &piece);
+        }
+        h.queue_max = h.queue_max.max(h.port.queue_len());
+    }
+    let c = h.port.snapshot().counters;
+    Run {
+        queue_max: h.queue_max,
+        drops: c.drops_queue,
+        lowered: c.echoes_lowered,
+        adopted: h.adopted,
+    }
+}
+
+/// The tests every flash-crowd harness runs: convergence and the queue's
+/// bound for both carriers (`check(carrier, n)`), and the 64-flow crowd
+/// against RCP's overflow. `run(carrier, controller, n, end)` is the
+/// harness, `controller` the one under test, `bound(carrier)` the queue
+/// it keeps in the 64-flow crowd.
+#[allow(unused_macros)] // only the crowd harnesses expand it
+macro_rules! crowd_tests {
+    (check: $check:expr, run: $run:expr, controller: $controller:expr, bound: $bound:expr $(,)?) => {
+        #[test]
+        fn ka_converges_and_stays_bounded() {
+            for n in [1, 10, 64] {
+                $check(Carrier::Ka, n);
+            }
+        }
+
+        #[test]
+        fn native_converges_and_stays_bounded() {
+            for n in [1, 10, 64] {
+                $check(Carrier::Native, n);
+            }
+        }
+
+        #[test]
+        fn a_crowd_of_64_keeps_the_queue_short_where_rcp_overflows() {
+            let end = START + 10 * MS + 4 * D;
+            for carrier in [Carrier::Ka, Carrier::Native] {
+                let rcp = $run(carrier, ControllerKind::Rcp, 64, end);
+                crowd::assert_rcp_overflows(carrier, rcp.queue_max, rcp.drops);
+                let c = $run(carrier, $controller, 64, end);
+                assert_eq!(c.drops, 0, "{carrier:?}");
+                let bound = $bound(carrier);
+                assert!(c.queue_max <= bound, "{carrier:?}: {}", c.queue_max);
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use crowd_tests;
 
 /// The control: the paper's RCP in the same 64-flow crowd fills the
 /// 1000-packet queue and drops, so a bound a controller keeps is not a

@@ -583,18 +583,25 @@ impl HostNode {
     }
 }
 
-/// The (start, stop) epochs of sender `index` of a long-lived group
-/// (`Workload::LongLived`): the first starts at `start_s + index ·
-/// stagger_s`, each of `repeat` epochs `period_s` after the last, each
-/// lasting `on_s` (`None`: to the end). TCP and UDP senders share it.
+/// The (start, stop) epochs of sender `index` of a long-lived group: the
+/// first starts at `start_s + index · stagger_s`, each of `repeat` epochs
+/// `period_s` after the last, each lasting `on_s` (`None`: to the end).
+/// Empty for any other workload. TCP and UDP senders share it.
 pub(crate) fn long_lived_epochs(
-    start_s: f64,
-    stagger_s: f64,
-    on_s: Option<f64>,
-    period_s: Option<f64>,
-    repeat: u32,
+    workload: &Workload,
     index: usize,
 ) -> Vec<(SimTime, Option<SimTime>)> {
+    let Workload::LongLived {
+        start_s,
+        stagger_s,
+        on_s,
+        period_s,
+        repeat,
+        size_pkts: _,
+    } = *workload
+    else {
+        return Vec::new();
+    };
     let first = start_s + stagger_s * index as f64;
     (0..repeat)
         .map(|r| {
@@ -614,22 +621,8 @@ impl Sender {
         }
         let mut rng = rng::stream(spec.seed, s.rng_stream);
         let (plan, next) = match &s.workload {
-            Workload::LongLived {
-                start_s,
-                stagger_s,
-                on_s,
-                period_s,
-                repeat,
-                size_pkts,
-            } => {
-                let epochs = long_lived_epochs(
-                    *start_s,
-                    *stagger_s,
-                    *on_s,
-                    *period_s,
-                    *repeat,
-                    s.index_in_group,
-                );
+            Workload::LongLived { size_pkts, .. } => {
+                let epochs = long_lived_epochs(&s.workload, s.index_in_group);
                 let next = epochs.first().map(|e| e.0);
                 let plan = Plan::LongLived {
                     epochs,

@@ -292,6 +292,20 @@ where
             .unwrap_or(access_bps)
             .min(access_bps);
         let natural_rtt = 2 * (2 * access_delay + path_delay);
+        // Host `index`, the next node, in `role`: what every host of the
+        // group shares.
+        let host = |index: usize, node: NodeId, role: HostRole| HostSpec {
+            index,
+            node,
+            addr: addr::host_addr(index),
+            role,
+            packet_bytes: scenario.packet_bytes,
+            seed: scenario.seed,
+            duration,
+            clock,
+            tcp,
+            ka_scale,
+        };
         for j in 0..g.count {
             if hosts.len() + 2 > addr::MAX_HOSTS {
                 return Err(ScenarioError::Invalid("too many hosts".into()));
@@ -321,11 +335,10 @@ where
                 bottleneck_bps: path_bps,
                 first_hop: g.from,
             };
-            let sender = HostSpec {
-                index: s_index,
-                node: NodeId(b.engine.node_count() as u32),
-                addr: addr::host_addr(s_index),
-                role: HostRole::Sender(SenderSpec {
+            let sender = host(
+                s_index,
+                NodeId(b.engine.node_count() as u32),
+                HostRole::Sender(SenderSpec {
                     group: gi,
                     index_in_group: j,
                     kind: g.kind,
@@ -338,31 +351,18 @@ where
                     initial_window: g.initial_window,
                     cbr_bps: g.cbr_mbps.map(mbps),
                 }),
-                packet_bytes: scenario.packet_bytes,
-                seed: scenario.seed,
-                duration,
-                clock,
-                tcp,
-                ka_scale,
-            };
+            );
             stream += 1;
             let s_node = b.engine.add_node(SimNode::Host(make_host(&sender)?));
             debug_assert_eq!(s_node, sender.node);
-            let receiver = HostSpec {
-                index: d_index,
-                node: NodeId(b.engine.node_count() as u32),
-                addr: addr::host_addr(d_index),
-                role: HostRole::Receiver {
+            let receiver = host(
+                d_index,
+                NodeId(b.engine.node_count() as u32),
+                HostRole::Receiver {
                     group: gi,
                     kind: g.kind,
                 },
-                packet_bytes: scenario.packet_bytes,
-                seed: scenario.seed,
-                duration,
-                clock,
-                tcp,
-                ka_scale,
-            };
+            );
             let d_node = b.engine.add_node(SimNode::Host(make_host(&receiver)?));
             b.host_links(s_node, routers[g.from], access_bps, access_delay + extra);
             b.host_links(d_node, routers[to], access_bps, access_delay);

@@ -18,7 +18,7 @@ use crate::engine::{Clock, Ctx, SimTime};
 use crate::model::host::RECEIVER_PORT;
 use crate::model::net::{HostRole, HostSpec};
 use crate::model::world::{FlowId, FlowKey, NewFlow, World};
-use crate::scenario::{FlowKind, Workload};
+use crate::scenario::FlowKind;
 
 /// The port UDP sources send from.
 pub const UDP_SOURCE_PORT: u16 = 4000;
@@ -70,25 +70,8 @@ impl UdpApp {
                 if s.kind == FlowKind::UdpCbr {
                     cfg = cfg.uncontrolled();
                 }
-                let epochs = match s.workload {
-                    Workload::LongLived {
-                        start_s,
-                        stagger_s,
-                        on_s,
-                        period_s,
-                        repeat,
-                        // `size_pkts` is refused for UDP by `check_group`.
-                        ..
-                    } => crate::model::host::long_lived_epochs(
-                        start_s,
-                        stagger_s,
-                        on_s,
-                        period_s,
-                        repeat,
-                        s.index_in_group,
-                    ),
-                    _ => Vec::new(),
-                };
+                // `size_pkts` is refused for UDP by `check_group`.
+                let epochs = crate::model::host::long_lived_epochs(&s.workload, s.index_in_group);
                 Some(UdpApp::Source(Box::new(SourceApp {
                     clock: spec.clock,
                     spec: s.clone(),

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::engine::{NS_PER_SEC, SimTime, to_secs};
+use crate::engine::{SimTime, to_secs};
 use crate::model::world::FlowRecord;
+use ka_codec::units;
 
 /// A `series.csv` metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -194,29 +195,16 @@ pub fn ka_kept_frac<'a>(
 }
 
 /// Formats nanoseconds as seconds, exactly, without trailing zeros
-/// (`1500000000` → `1.5`, `0` → `0`).
+/// (`1500000000` → `1.5`, `0` → `0`); see [`units::Seconds`].
 pub fn fmt_secs(t: SimTime) -> String {
-    let whole = t / NS_PER_SEC;
-    let frac = t % NS_PER_SEC;
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let f = format!("{frac:09}");
-    format!("{whole}.{}", f.trim_end_matches('0'))
+    units::Seconds(t).to_string()
 }
 
 /// Formats a value: integers without a fraction, others with 6 decimals
-/// and no trailing zeros. Deterministic; non-finite values are empty.
+/// and no trailing zeros. Deterministic; non-finite values are empty (see
+/// [`units::Trimmed`]).
 pub fn fmt_val(v: f64) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    if v == v.trunc() && v.abs() < 1e15 {
-        return format!("{}", v as i64);
-    }
-    let s = format!("{v:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.into() }
+    units::Trimmed(v).to_string()
 }
 
 /// Mean of a slice (None if empty).

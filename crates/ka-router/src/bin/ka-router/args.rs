@@ -416,9 +416,11 @@ mod tests {
     }
 
     /// `--in a --out b --rate <rate>` followed by `extra`.
-    fn tun_pair(rate: &str, extra: &[&str]) -> Result<Args, clap::Error> {
+    /// A TUN router of `rate` with the options `extra` (a command-line
+    /// tail, split at white space).
+    fn tun_pair(rate: &str, extra: &str) -> Result<Args, clap::Error> {
         let mut args = vec!["--in", "a", "--out", "b", "--rate", rate];
-        args.extend_from_slice(extra);
+        args.extend(extra.split_whitespace());
         parse(&args)
     }
 
@@ -455,7 +457,7 @@ mod tests {
             ("kt0", "kt1", 1500)
         );
         assert_eq!(s.tun.tx_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
-        let q = tun_pair("1gbit", &["--tun-queue", "0"]).unwrap();
+        let q = tun_pair("1gbit", "--tun-queue 0").unwrap();
         assert_eq!(q.shell_config().tun.tx_queue_len, 0);
     }
 
@@ -463,38 +465,11 @@ mod tests {
     fn every_option() {
         let a = tun_pair(
             "20mbit",
-            &[
-                "--reverse-rate",
-                "1.5gbit",
-                "--queue",
-                "64",
-                "--rtt",
-                "40ms",
-                "--alpha",
-                "0.3",
-                "--beta",
-                "0.5",
-                "--metrics",
-                "127.0.0.1:9100",
-                "--pcap",
-                "x.pcap",
-                "--ipv6-signal",
-                "off",
-                "--signalling",
-                "rcp",
-                "--queue-measure",
-                "now",
-                "--queue-target",
-                "0",
-                "--dither",
-                "off",
-                "--controller",
-                "crowd",
-                "--crowd-caution",
-                "2.5",
-                "--rcp-update",
-                "linear",
-            ],
+            "--reverse-rate 1.5gbit --queue 64 --rtt 40ms --alpha 0.3 \
+             --beta 0.5 --metrics 127.0.0.1:9100 --pcap x.pcap \
+             --ipv6-signal off --signalling rcp --queue-measure now \
+             --queue-target 0 --dither off --controller crowd \
+             --crowd-caution 2.5 --rcp-update linear",
         )
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -521,7 +496,7 @@ mod tests {
     #[test]
     fn queue_disciplines() {
         use ka_router::qdisc::QdiscConfig;
-        let a = tun_pair("20mbit", &[]).unwrap();
+        let a = tun_pair("20mbit", "").unwrap();
         let (f, r) = a.port_configs().unwrap();
         assert_eq!(
             (f.qdisc, r.qdisc),
@@ -529,20 +504,8 @@ mod tests {
         );
         let a = tun_pair(
             "20mbit",
-            &[
-                "--qdisc",
-                "fq-codel",
-                "--codel-target",
-                "2ms",
-                "--fq-flows",
-                "64",
-                "--ecn",
-                "off",
-                "--qdisc-seed",
-                "7",
-                "--signal",
-                "none",
-            ],
+            "--qdisc fq-codel --codel-target 2ms --fq-flows 64 --ecn off \
+             --qdisc-seed 7 --signal none",
         )
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -558,18 +521,8 @@ mod tests {
         assert_eq!(f.signalling, Signalling::None);
         let a = tun_pair(
             "20mbit",
-            &[
-                "--qdisc",
-                "red",
-                "--red-min",
-                "100",
-                "--red-max",
-                "300",
-                "--red-max-p",
-                "0.2",
-                "--reverse-qdisc",
-                "droptail",
-            ],
+            "--qdisc red --red-min 100 --red-max 300 --red-max-p 0.2 \
+             --reverse-qdisc droptail",
         )
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -621,7 +574,7 @@ mod tests {
             !f.decrement_ttl && !r.decrement_ttl,
             "a bridge keeps the TTL"
         );
-        let (f, _) = tun_pair("1mbit", &[]).unwrap().port_configs().unwrap();
+        let (f, _) = tun_pair("1mbit", "").unwrap().port_configs().unwrap();
         assert!(f.decrement_ttl, "a router decrements it");
         assert_eq!((s.in_dev.as_str(), s.out_dev.as_str()), ("eth1", "eth2"));
         assert_eq!(s.stamp_log, Some(PathBuf::from("s.csv")));
@@ -661,29 +614,19 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
-        let a = tun_pair("1mbit", &["--alpha=-1"]).unwrap();
+        let a = tun_pair("1mbit", "--alpha=-1").unwrap();
         assert!(a.port_configs().is_err());
-        let c = tun_pair("1mbit", &["--controller", "crowd", "--crowd-caution=-1"]).unwrap();
+        let c = tun_pair("1mbit", "--controller crowd --crowd-caution=-1").unwrap();
         let e = c.port_configs().unwrap_err().to_string();
         assert!(e.contains("crowd caution"), "{e}");
-        let bad = [
-            "--in",
-            "a",
-            "--out",
-            "b",
-            "--rate",
-            "1mbit",
-            "--controller",
-            "xyz",
-        ];
-        assert!(parse(&bad).is_err());
-        let a = tun_pair("1mbit", &["--xcp-gamma=nan"]).unwrap();
+        assert!(tun_pair("1mbit", "--controller xyz").is_err());
+        let a = tun_pair("1mbit", "--xcp-gamma=nan").unwrap();
         assert!(a.port_configs().is_err());
     }
 
     #[test]
     fn xcp_signalling_and_knobs() {
-        let a = tun_pair("100mbit", &["--signal", "xcp"]).unwrap();
+        let a = tun_pair("100mbit", "--signal xcp").unwrap();
         let (f, r) = a.port_configs().unwrap();
         assert_eq!(
             (f.signalling, r.signalling),
@@ -696,16 +639,7 @@ mod tests {
         assert_eq!((x.alpha, x.beta, x.gamma), (0.4, 0.226, 0.1));
         let a = tun_pair(
             "100mbit",
-            &[
-                "--signal",
-                "xcp",
-                "--xcp-alpha",
-                "0.1",
-                "--xcp-beta",
-                "1",
-                "--xcp-gamma",
-                "0.2",
-            ],
+            "--signal xcp --xcp-alpha 0.1 --xcp-beta 1 --xcp-gamma 0.2",
         )
         .unwrap();
         let (f, _) = a.port_configs().unwrap();
