@@ -354,11 +354,14 @@ fn emit<O: Output>(
     packet: Vec<u8>,
 ) {
     let io = stats.io(dir);
-    match output.write(dir, &packet) {
+    let leading = leading_fragment(&packet);
+    // The output may keep the buffer (writer threads): the capture gets a
+    // copy, only when there is a capture.
+    let captured = rec.pcap.as_ref().map(|_| packet.clone());
+    match output.write_owned(dir, packet) {
         Ok(n) => {
             IoCounters::add(&io.packets_out, 1);
             IoCounters::add(&io.bytes_out, n as u64);
-            let leading = leading_fragment(&packet);
             if leading.is_some() {
                 IoCounters::add(&io.leading_out, 1);
             }
@@ -370,8 +373,8 @@ fn emit<O: Output>(
             if let (Some(log), Some(l)) = (&rec.stamp_log, leading) {
                 log.record(ts, dir, l);
             }
-            if let Some(p) = &rec.pcap {
-                p.record_at(ts, packet);
+            if let (Some(p), Some(copy)) = (&rec.pcap, captured) {
+                p.record_at(ts, copy);
             }
         }
         Err(e) => write_failed(stats, dir, &e),

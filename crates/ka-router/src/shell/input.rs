@@ -51,6 +51,12 @@ pub(crate) trait Output {
     /// the next [`Output::flush`]).
     fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize>;
 
+    /// [`Output::write`] of a packet the output may keep (an output that
+    /// writes on another thread takes the buffer instead of copying it).
+    fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
+        self.write(dir, &packet)
+    }
+
     /// Writes whatever [`Output::write`] collected (an output that batches
     /// its writes); `on_error` hears of each failed write. The forwarding
     /// loop calls it after every round of releases, before it waits.
@@ -93,6 +99,9 @@ impl<I: Input, O> Input for Pair<I, O> {
 impl<I, O: Output> Output for Pair<I, O> {
     fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
         self.output.write(dir, packet)
+    }
+    fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
+        self.output.write_owned(dir, packet)
     }
     fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
         self.output.flush(on_error);

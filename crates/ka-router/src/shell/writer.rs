@@ -41,9 +41,8 @@ pub(crate) struct WriterThreads {
     tx: [Option<SyncSender<Batch>>; 2],
     pending: [Batch; 2],
     errors: Receiver<(Direction, io::Error)>,
-    /// Emptied batches coming back for reuse (their packet buffers too).
+    /// Emptied batches coming back for reuse.
     recycled: Receiver<Batch>,
-    spare: Vec<Vec<u8>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -80,7 +79,6 @@ impl WriterThreads {
             pending: [Vec::new(), Vec::new()],
             errors,
             recycled,
-            spare: Vec::new(),
             threads,
         })
     }
@@ -94,7 +92,8 @@ impl WriterThreads {
         if pending.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::replace(pending, Vec::with_capacity(BATCH));
+        let empty = self.recycled.try_recv().unwrap_or_default();
+        let batch = std::mem::replace(pending, empty);
         tx.send(batch)
             .map_err(|_| io::Error::other("writer thread gone"))
     }
@@ -102,13 +101,15 @@ impl WriterThreads {
 
 impl Output for WriterThreads {
     fn write(&mut self, dir: Direction, packet: &[u8]) -> io::Result<usize> {
+        self.write_owned(dir, packet.to_vec())
+    }
+
+    fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
         let i = dir.index();
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(packet);
+        let len = packet.len();
         let full = match self.pending.get_mut(i) {
             Some(p) => {
-                p.push(buf);
+                p.push(packet);
                 p.len() >= BATCH
             }
             None => return Err(io::Error::other("no writer for this direction")),
@@ -116,7 +117,7 @@ impl Output for WriterThreads {
         if full {
             self.hand_over(i)?;
         }
-        Ok(packet.len())
+        Ok(len)
     }
 
     fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
@@ -127,16 +128,6 @@ impl Output for WriterThreads {
         }
         while let Ok((dir, e)) = self.errors.try_recv() {
             on_error(dir, e);
-        }
-        // Packet buffers of written rounds, kept for the next writes (as
-        // many as a round can use).
-        while self.spare.len() < 2 * BATCH {
-            match self.recycled.try_recv() {
-                Ok(mut b) => {
-                    self.spare.append(&mut b);
-                }
-                Err(_) => break,
-            }
         }
     }
 }
@@ -177,9 +168,8 @@ fn writer(
         if offload && let Err(e) = coalescing.flush(dev) {
             let _ = errors.send((dir, e));
         }
-        for p in &mut batch {
-            p.clear();
-        }
+        // The packets are freed here; the emptied batch goes back for reuse.
+        batch.clear();
         let _ = back.send(batch);
     }
 }
