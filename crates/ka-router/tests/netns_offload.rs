@@ -57,33 +57,13 @@ fn summary(stdout: &str, direction: &str) -> Summary {
     }
 }
 
-/// 200 MB of kernel TCP through the KA gateway with offloads and writer
-/// threads, on an unshaped 100 Gbit/s link: the bytes arrive exact, the
-/// kernel handed the router super-packets (several segments per read), and
-/// KA leading fragments still went out (a stamped packet leaves as two
-/// fragments, which no write coalesces).
-#[test]
-fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
+/// `bytes` of kernel TCP (DF clear) from A to B through `ka-router ARGS`:
+/// exact, and the router's forward summary.
+fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<Summary> {
     let _serial = netns_common::serial();
-    let Some(mut tb) =
-        testbed_or_skip("kernel_tcp_through_offloaded_gateway_is_exact_and_signalled")
-    else {
-        return;
-    };
-    tb.start_router(
-        Path::new(ROUTER),
-        &[
-            "--rate",
-            "100gbit",
-            "--queue",
-            "4000",
-            "--offload",
-            "--write-threads",
-        ],
-    )
-    .expect("router up");
+    let mut tb = testbed_or_skip(test)?;
+    tb.start_router(Path::new(ROUTER), args).expect("router up");
     tb.sysctl(Side::A, "net.ipv4.ip_no_pmtu_disc", "1").unwrap();
-    let bytes = 200_000_000u64;
     let mut recv = Proc::role(
         &tb,
         Side::B,
@@ -107,12 +87,36 @@ fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
     let exit = tb.stop_router().unwrap();
     assert!(exit.status.success(), "{}", exit.stderr);
     let fwd = summary(&exit.stdout, "forward");
-    eprintln!("offload: {fwd:?}");
+    eprintln!("{test}: {fwd:?}");
     assert!(
         fwd.packets_in >= bytes / 1500,
         "only {} packets in for {bytes} bytes",
         fwd.packets_in
     );
+    Some(fwd)
+}
+
+/// 200 MB of kernel TCP through the KA gateway with offloads and writer
+/// threads, on an unshaped 100 Gbit/s link: the bytes arrive exact, the
+/// kernel handed the router super-packets (several segments per read), and
+/// KA leading fragments still went out (a stamped packet leaves as two
+/// fragments, which no write coalesces).
+#[test]
+fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
+    let Some(fwd) = transfer(
+        "kernel_tcp_through_offloaded_gateway_is_exact_and_signalled",
+        &[
+            "--rate",
+            "100gbit",
+            "--queue",
+            "4000",
+            "--offload",
+            "--write-threads",
+        ],
+        200_000_000,
+    ) else {
+        return;
+    };
     // TSO in: the kernel coalesced segments before the router read them.
     assert!(
         fwd.packets_in >= 3 * fwd.reads,
@@ -122,4 +126,19 @@ fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
     );
     assert!(fwd.leading_out > 0, "no KA leading fragment went out");
     assert!(fwd.packets_out >= fwd.packets_in, "{fwd:?}");
+}
+
+/// Writer threads without offloads at a shaped rate: one read per packet,
+/// every packet stamped (each leaves as two fragments), bytes exact.
+#[test]
+fn kernel_tcp_through_writer_threads_at_a_shaped_rate() {
+    let Some(fwd) = transfer(
+        "kernel_tcp_through_writer_threads_at_a_shaped_rate",
+        &["--rate", "200mbit", "--write-threads"],
+        20_000_000,
+    ) else {
+        return;
+    };
+    assert_eq!(fwd.reads, fwd.packets_in, "{fwd:?}");
+    assert!(fwd.leading_out > fwd.packets_in / 2, "{fwd:?}");
 }
