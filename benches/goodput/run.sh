@@ -6,6 +6,11 @@
 # round by round.
 #
 #   benches/goodput/run.sh [--bytes 100M] [--rounds 3] [--cc newreno|cubic]
+#                          [--router-args "ARGS"] [--endpoint-args "ARGS"]
+#
+# --router-args and --endpoint-args add options (space-separated) to the
+# router and to both endpoints; at line rate:
+#   --router-args "--offload --write-threads --stamp-every rtt" --endpoint-args --offload
 #
 # Wiring (as in docs/usage/endpoint.md): the testbed gives A
 # 10.77.0.1/24 and B 10.77.0.2/24 on the router's devices; an endpoint owns
@@ -20,19 +25,21 @@
 # Needs root and python3. Not a test.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
-BYTES=100M ROUNDS=3 CC=newreno
-parse_options "bytes rounds cc" "$@"
+BYTES=100M ROUNDS=3 CC=newreno ROUTER_ARGS="" ENDPOINT_ARGS=""
+parse_options "bytes rounds cc router-args endpoint-args" "$@"
 command -v python3 >/dev/null || { echo "run.sh: needs python3 for the kernel-TCP baseline" >&2; exit 1; }
 
 release_build -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint
 # Linux calls NewReno "reno"
 KCC=$CC; [[ "$CC" == newreno ]] && KCC=reno
-export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC
+export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC ENDPOINT_ARGS
+RARGS=()
+for a in $ROUTER_ARGS; do RARGS+=("--router-arg=$a"); done
 export RESULTS="$(mktemp -t ka-goodput.XXXXXX)"
 trap 'rm -f "$RESULTS"' EXIT
 
 "$ROOT/examples/testbed/testbed.sh" --router "$TARGET/release/ka-router" --rate 100gbit \
-    --name "kgp$$" -- '
+    --name "kgp$$" ${RARGS[@]+"${RARGS[@]}"} -- '
 set -euo pipefail
 $A sysctl -qw net.ipv4.ip_forward=1
 $B sysctl -qw net.ipv4.ip_forward=1
@@ -43,6 +50,8 @@ print(int(m[1]) * (1024 if m[3] else 1000) ** \" kmg\".index(m[2].lower() or \" 
 
 endpoints() { # $1 = label, rest = extra ka-endpoint options
     local label=$1; shift
+    # shellcheck disable=SC2086
+    set -- "$@" $ENDPOINT_ARGS
     $B "$EP" recv --tun kaep0 --addr 10.77.0.201/30 --listen 5001 --once --cc "$CC" "$@" 2>/dev/null >/dev/null &
     local rpid=$!
     sleep 0.5
@@ -92,7 +101,7 @@ done
 '
 
 echo
-echo "goodput through an unshaped ka-router (--rate 100gbit), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
+echo "goodput through an unshaped ka-router (--rate 100gbit${ROUTER_ARGS:+ $ROUTER_ARGS}; endpoints${ENDPOINT_ARGS:+ $ENDPOINT_ARGS}), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
 python3 - "$RESULTS" <<'EOF'
 import sys, statistics, collections
 rows = collections.defaultdict(list)

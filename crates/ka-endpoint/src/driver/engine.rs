@@ -23,6 +23,7 @@
 
 use super::shared::Shared;
 use crate::conn::State;
+use ka_io::offload::{CoalescingWriter, SegmentReader};
 use ka_io::pacing::{Pacer, PollFd, PollFlags, wait_readable};
 use ka_io::tun::MAX_PACKET;
 use std::fs::File;
@@ -31,6 +32,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use tun_rs::SyncDevice;
 
 /// Packets written per lock hold (then the lock is released, the batch
 /// written, and the loop continues without waiting).
@@ -70,20 +72,39 @@ impl Doorbell {
     }
 }
 
+/// The device the driver thread works on.
+pub(crate) struct DeviceIo {
+    /// The device (read and written through with offloads).
+    pub(crate) tun: SyncDevice,
+    /// Its read handle (made non-blocking), polled for readiness.
+    pub(crate) device: File,
+    /// Its write handle (one packet per `write(2)` without offloads).
+    pub(crate) writer: File,
+    /// The device was opened with offloads (`DriverConfig::offload`).
+    pub(crate) offload: bool,
+}
+
 /// The device's read side: non-blocking, with error backoff.
 struct DeviceReader {
     dev: File,
     buf: Vec<u8>,
+    /// With offloads: reads (super-)packets and splits them.
+    segments: Option<SegmentReader>,
     errors_in_a_row: u32,
     backoff_until: Option<Instant>,
 }
 
 impl DeviceReader {
-    fn new(dev: File) -> io::Result<Self> {
+    fn new(dev: File, offload_mtu: Option<u16>) -> io::Result<Self> {
         rustix::io::ioctl_fionbio(&dev, true)?;
         Ok(Self {
             dev,
-            buf: vec![0; MAX_PACKET],
+            buf: if offload_mtu.is_some() {
+                Vec::new()
+            } else {
+                vec![0; MAX_PACKET]
+            },
+            segments: offload_mtu.map(SegmentReader::new),
             errors_in_a_row: 0,
             backoff_until: None,
         })
@@ -101,11 +122,13 @@ impl DeviceReader {
     }
 
     /// Reads up to `MAX_INPUT_BATCH` packets into `batch` (recycling
-    /// buffers from `spare`). Returns `Err` with the last error once
-    /// `FATAL_READ_ERRORS` reads in a row have failed; counts failures in
-    /// `read_errors`.
+    /// buffers from `spare`; with offloads a last read may add up to
+    /// [`ka_io::offload::BATCH`] more). Returns `Err` with the last error
+    /// once `FATAL_READ_ERRORS` reads in a row have failed; counts failures
+    /// in `read_errors`.
     fn read_batch(
         &mut self,
+        tun: Option<&SyncDevice>,
         batch: &mut Vec<Vec<u8>>,
         spare: &mut Vec<Vec<u8>>,
         read_errors: &mut u64,
@@ -115,13 +138,22 @@ impl DeviceReader {
             return Ok(());
         }
         while batch.len() < MAX_INPUT_BATCH {
-            match self.dev.read(&mut self.buf) {
-                Ok(n) => {
+            let mut add = |bytes: &[u8]| {
+                let mut p = spare.pop().unwrap_or_default();
+                p.clear();
+                p.extend_from_slice(bytes);
+                batch.push(p);
+            };
+            let read = match (&mut self.segments, tun) {
+                (Some(r), Some(tun)) => r.read(tun, add).map(|_| ()),
+                _ => self
+                    .dev
+                    .read(&mut self.buf)
+                    .map(|n| add(self.buf.get(..n).unwrap_or(&[]))),
+            };
+            match read {
+                Ok(()) => {
                     self.errors_in_a_row = 0;
-                    let mut p = spare.pop().unwrap_or_default();
-                    p.clear();
-                    p.extend_from_slice(self.buf.get(..n).unwrap_or(&[]));
-                    batch.push(p);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -158,12 +190,20 @@ impl Drop for ExitGuard {
 }
 
 /// The driver thread's loop; returns when the last user handle is dropped.
-pub(crate) fn run(shared: Arc<Shared>, device: File, mut writer: File, pacer: Pacer) {
+pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
+    let DeviceIo {
+        tun,
+        device,
+        mut writer,
+        offload,
+    } = io;
+    let mtu = tun.mtu().unwrap_or(1500);
+    let mut coalescing = offload.then(CoalescingWriter::new);
     let _guard = ExitGuard(shared.clone());
     if let Err(e) = ka_io::pacing::tighten_timer_slack() {
         tracing::warn!("driver thread: timer slack unchanged: {e}");
     }
-    let mut reader = match DeviceReader::new(device) {
+    let mut reader = match DeviceReader::new(device, offload.then_some(mtu)) {
         Ok(r) => r,
         Err(e) => {
             shared
@@ -209,7 +249,7 @@ pub(crate) fn run(shared: Arc<Shared>, device: File, mut writer: File, pacer: Pa
         shared.kick_pending.store(false, Ordering::Release);
         let stopping = shared.stopping.load(Ordering::Acquire);
         let mut read_errors = 0u64;
-        let read = reader.read_batch(&mut input, &mut spare, &mut read_errors);
+        let read = reader.read_batch(Some(&tun), &mut input, &mut spare, &mut read_errors);
         let input_full = input.len() >= MAX_INPUT_BATCH;
         let more;
         {
@@ -271,7 +311,11 @@ pub(crate) fn run(shared: Arc<Shared>, device: File, mut writer: File, pacer: Pa
         }
         let mut write_errors = 0u64;
         for p in out.drain(..) {
-            if let Err(e) = writer.write(&p) {
+            let written = match &mut coalescing {
+                Some(w) => w.push(&tun, &p).map(|_| ()),
+                None => writer.write(&p).map(|_| ()),
+            };
+            if let Err(e) = written {
                 write_errors += 1;
                 // EIO: the device's kernel side is down (e.g. not yet moved
                 // into its namespace); count and carry on.
@@ -281,6 +325,16 @@ pub(crate) fn run(shared: Arc<Shared>, device: File, mut writer: File, pacer: Pa
                 }
             }
             spare_push(&mut spare, p);
+        }
+        // With offloads the round goes out now, coalesced.
+        if let Some(w) = &mut coalescing
+            && let Err(e) = w.flush(&tun)
+        {
+            write_errors += 1;
+            if !eio_logged {
+                tracing::warn!("TUN write failed (counted, further failures not logged): {e}");
+                eio_logged = true;
+            }
         }
         if write_errors > 0 {
             shared.lock().stats.write_errors += write_errors;
@@ -330,14 +384,16 @@ mod tests {
         for i in 0..3u8 {
             a.send(&[0x45, i]).unwrap();
         }
-        let mut r = DeviceReader::new(File::from(OwnedFd::from(b))).unwrap();
+        let mut r = DeviceReader::new(File::from(OwnedFd::from(b)), None).unwrap();
         let (mut batch, mut spare, mut errors) = (Vec::new(), Vec::new(), 0);
-        r.read_batch(&mut batch, &mut spare, &mut errors).unwrap();
+        r.read_batch(None, &mut batch, &mut spare, &mut errors)
+            .unwrap();
         assert_eq!(batch, [vec![0x45, 0], vec![0x45, 1], vec![0x45, 2]]);
         assert_eq!(errors, 0);
         // Non-blocking: an empty device ends the batch instead of blocking.
         batch.clear();
-        r.read_batch(&mut batch, &mut spare, &mut errors).unwrap();
+        r.read_batch(None, &mut batch, &mut spare, &mut errors)
+            .unwrap();
         assert!(batch.is_empty());
     }
 
@@ -348,19 +404,25 @@ mod tests {
             .write(true)
             .open("/dev/null")
             .unwrap();
-        let mut r = DeviceReader::new(f).unwrap();
+        let mut r = DeviceReader::new(f, None).unwrap();
         let (mut batch, mut spare, mut errors) = (Vec::new(), Vec::new(), 0);
-        r.read_batch(&mut batch, &mut spare, &mut errors).unwrap();
+        r.read_batch(None, &mut batch, &mut spare, &mut errors)
+            .unwrap();
         assert_eq!(errors, 1);
         assert!(!r.usable(Instant::now()), "backing off after an error");
-        r.read_batch(&mut batch, &mut spare, &mut errors).unwrap();
+        r.read_batch(None, &mut batch, &mut spare, &mut errors)
+            .unwrap();
         assert_eq!(errors, 1, "not read while backing off");
         for _ in 1..FATAL_READ_ERRORS - 1 {
             r.backoff_until = None;
-            r.read_batch(&mut batch, &mut spare, &mut errors).unwrap();
+            r.read_batch(None, &mut batch, &mut spare, &mut errors)
+                .unwrap();
         }
         r.backoff_until = None;
-        assert!(r.read_batch(&mut batch, &mut spare, &mut errors).is_err());
+        assert!(
+            r.read_batch(None, &mut batch, &mut spare, &mut errors)
+                .is_err()
+        );
         assert_eq!(errors, u64::from(FATAL_READ_ERRORS));
     }
 }

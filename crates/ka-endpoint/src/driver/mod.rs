@@ -116,6 +116,15 @@ pub struct DriverConfig {
     /// overflows at a few hundred Mbit/s once a KA router has split every
     /// packet in two. `0` leaves the device's setting alone.
     pub tun_queue_len: u32,
+    /// Open the device with the kernel's segmentation offloads
+    /// ([`TunOptions::offload`]; used by [`KaStack::open`]; a device given
+    /// to [`KaStack::new`] must have been opened the same way): the kernel
+    /// hands the driver TCP super-packets (split into ordinary segments
+    /// before the stack sees them), and what the driver writes in one round
+    /// goes out coalesced, consecutive segments of a connection in one
+    /// write (see [`ka_io::offload`]). For multi-Gbit/s paths. Default
+    /// false.
+    pub offload: bool,
 }
 
 impl Default for DriverConfig {
@@ -126,6 +135,7 @@ impl Default for DriverConfig {
             accept_backlog: 128,
             mode_log_cap: 1024,
             tun_queue_len: ka_io::tun::DEFAULT_TX_QUEUE_LEN,
+            offload: false,
         }
     }
 }
@@ -181,12 +191,18 @@ impl KaStack {
         });
         let thread_shared = shared.clone();
         let pacer = Pacer::new(config.spin);
+        let offload = config.offload;
         std::thread::Builder::new()
             .name("ka-endpoint-driver".into())
             .spawn(move || {
-                // Keeps the device attached for as long as the thread runs.
-                let _tun = tun;
-                engine::run(thread_shared, device, writer, pacer)
+                // The device stays attached for as long as the thread runs.
+                let io = engine::DeviceIo {
+                    tun,
+                    device,
+                    writer,
+                    offload,
+                };
+                engine::run(thread_shared, io, pacer)
             })?;
         Ok(KaStack {
             owner: Arc::new(Owner { shared }),
@@ -232,7 +248,7 @@ impl KaStack {
                 mtu,
                 up: true,
                 tx_queue_len: config.tun_queue_len,
-                offload: false,
+                offload: config.offload,
             },
         )?;
         if let Some(k) = kernel_addr {
