@@ -9,7 +9,7 @@
 //! or per packet. A flow's slot is picked by a keyed hash of its
 //! [`FlowKey`] (keys drawn from the port's seed, so the simulator repeats
 //! exactly); a slot holds one flow's **whole key**, the port time of its
-//! last signal, the RTT it last announced and the code it was last told.
+//! last signal, the RTT it last announced and the rate it was last told.
 //!
 //! **Bounded memory.** `slots × size_of::<Slot>()` = 4096 × 56 bytes =
 //! 224 KiB per port, whatever the traffic ([`StampTable::memory_bytes`];
@@ -48,9 +48,8 @@ pub const MAX_STAMP_SLOTS: usize = 1 << 20;
 const NEVER: u64 = u64::MAX;
 /// `rtt_us` of a slot whose flow has announced no RTT.
 const NO_RTT: u32 = u32::MAX;
-/// `code` of a slot whose flow has not been told a code (wire codes are
-/// 3…185, so 0 is free).
-const NO_CODE: u8 = 0;
+/// `told` of a slot whose flow has not been told a rate.
+const NO_RATE: f32 = 0.0;
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -59,9 +58,8 @@ struct Slot {
     last: u64,
     /// The flow's own RTT in µs (rounded down), or [`NO_RTT`].
     rtt_us: u32,
-    /// Wire code of the flow's last KA signal before dithering, or
-    /// [`NO_CODE`].
-    code: u8,
+    /// The rate (B/ms) the flow was last told, or [`NO_RATE`].
+    told: f32,
     /// The slot holds a flow.
     used: bool,
 }
@@ -76,7 +74,7 @@ const EMPTY: Slot = Slot {
     },
     last: NEVER,
     rtt_us: NO_RTT,
-    code: NO_CODE,
+    told: NO_RATE,
     used: false,
 };
 
@@ -208,16 +206,19 @@ impl StampTable {
         }
     }
 
-    /// The wire code `key` was last told ([`StampTable::signalled`]), if
+    /// The rate (B/ms) `key` was last told ([`StampTable::signalled`]), if
     /// its slot holds it.
-    pub fn last_code(&self, key: &FlowKey) -> Option<u8> {
-        self.own(key).map(|s| s.code).filter(|&c| c != NO_CODE)
+    pub fn last_told(&self, key: &FlowKey) -> Option<f64> {
+        self.own(key)
+            .map(|s| f64::from(s.told))
+            .filter(|&r| r > 0.0)
     }
 
-    /// A packet of `key` carried the port's signal at `t` (`code`: the
-    /// undithered KA code told, `None` for native RCP). The slot becomes
-    /// `key`'s; the RTT it announced is kept if the slot was already its.
-    pub fn signalled(&mut self, t: Nanos, key: &FlowKey, code: Option<u8>) {
+    /// A packet of `key` carried the port's signal at `t`, telling it
+    /// `told` B/ms (kept to f32 precision; 0 or less: nothing to
+    /// remember). The slot becomes `key`'s; the RTT it announced is kept
+    /// if the slot was already its.
+    pub fn signalled(&mut self, t: Nanos, key: &FlowKey, told: f64) {
         let i = self.index(key);
         if let Some(s) = self.slots.get_mut(i) {
             let rtt_us = if s.used && s.key == *key {
@@ -229,7 +230,11 @@ impl StampTable {
                 key: *key,
                 last: t,
                 rtt_us,
-                code: code.unwrap_or(NO_CODE),
+                told: if told.is_finite() && told > 0.0 {
+                    told as f32
+                } else {
+                    NO_RATE
+                },
                 used: true,
             };
         }
@@ -300,7 +305,7 @@ mod tests {
         let mut t = StampTable::new(StampEvery::Rtt, 64, 7);
         let k = key(1);
         assert!(t.due(0, &k, 100 * MS), "a new flow is due");
-        t.signalled(0, &k, Some(40));
+        t.signalled(0, &k, 40.0);
         assert!(!t.due(99 * MS, &k, 100 * MS));
         assert!(
             t.due(100 * MS, &k, 100 * MS),
@@ -310,10 +315,10 @@ mod tests {
         assert_eq!(t.interval(&k, 100 * MS), 32 * MS);
         assert!(!t.due(31 * MS, &k, 100 * MS));
         assert!(t.due(32 * MS, &k, 100 * MS));
-        assert_eq!(t.last_code(&k), Some(40));
-        t.signalled(50 * MS, &k, None);
+        assert_eq!(t.last_told(&k), Some(40.0));
+        t.signalled(50 * MS, &k, 0.0);
         assert_eq!(t.interval(&k, 100 * MS), 32 * MS, "the own RTT is kept");
-        assert_eq!(t.last_code(&k), None);
+        assert_eq!(t.last_told(&k), None);
         t.forget(&k);
         assert!(
             t.due(51 * MS, &k, 100 * MS),
@@ -326,7 +331,7 @@ mod tests {
         let mut t = StampTable::new(StampEvery::Every(Duration::from_millis(10)), 64, 7);
         let k = key(2);
         t.note_rtt(&k, 500 * MS);
-        t.signalled(5 * MS, &k, Some(30));
+        t.signalled(5 * MS, &k, 30.0);
         assert_eq!(t.interval(&k, 100 * MS), 10 * MS);
         assert!(!t.due(14 * MS, &k, 100 * MS));
         assert!(t.due(15 * MS, &k, 100 * MS));
@@ -337,10 +342,10 @@ mod tests {
         // One slot: every flow collides with every other.
         let mut t = StampTable::new(StampEvery::Rtt, 1, 3);
         let (a, b) = (key(1), key(2));
-        t.signalled(0, &a, Some(50));
+        t.signalled(0, &a, 50.0);
         assert!(!t.due(1, &a, 100 * MS));
         assert!(t.due(1, &b, 100 * MS), "b never had a signal");
-        t.signalled(1, &b, Some(50));
+        t.signalled(1, &b, 50.0);
         assert!(t.due(2, &a, 100 * MS), "b took a's slot: a is due again");
         t.note_rtt(&a, 10 * MS);
         assert!(t.due(3, &b, 100 * MS), "a took the slot back by its RTT");
@@ -351,7 +356,7 @@ mod tests {
     fn packet_mode_is_always_due() {
         let mut t = StampTable::new(StampEvery::Packet, 8, 0);
         let k = key(3);
-        t.signalled(0, &k, Some(9));
+        t.signalled(0, &k, 9.0);
         assert!(t.due(0, &k, 100 * MS));
         assert_eq!(t.interval(&k, 100 * MS), 0);
     }

@@ -31,6 +31,11 @@ use crate::time::duration_ns;
 /// their identification.
 pub const IPV6_IDENT_START: u32 = 0x4B41_0000;
 
+/// With a stamping interval (DESIGN §3.9), a native-RCP flow is told R
+/// again before its interval is up once R has moved by this share of what
+/// it was last told (KA's own step is a code, 6.45 %).
+pub const RCP_REFRESH: f64 = 0.01;
+
 /// The explicit-rate stage: controller + carrier ([`Carrier::Ka`],
 /// [`Carrier::NativeRcp`] or [`Carrier::None`]).
 pub struct RateSignal {
@@ -361,17 +366,29 @@ impl RateSignal {
             return Gate::Signal(Some(key));
         }
         if !self.controller.wants_packets()
-            && let (Some(told), Some(now)) = (
-                table.last_code(&key),
-                self.table
-                    .as_ref()
-                    .and_then(|tb| tb.encode(self.controller.rate())),
-            )
-            && u16::from(now.wire()) + 2 <= u16::from(told)
+            && let Some(told) = table.last_told(&key)
+            && self.stale(told)
         {
             return Gate::Signal(Some(key));
         }
         Gate::Skip
+    }
+
+    /// Whether a flow last told `told` B/ms would be told something else
+    /// now: KA, another code (before dithering); native RCP, a rate that
+    /// differs by at least [`RCP_REFRESH`] of `told`.
+    fn stale(&self, told: f64) -> bool {
+        let r = self.controller.rate();
+        match self.carrier {
+            // `told` is a code's rate kept to f32 precision (a relative
+            // error below 1e-7): nudged up by 1e-6, far less than the 6.45 %
+            // between codes, it encodes to that code again.
+            Carrier::Ka => self
+                .table
+                .as_ref()
+                .is_some_and(|tb| tb.encode(r) != tb.encode(told * (1.0 + 1e-6))),
+            _ => (r - told).abs() >= RCP_REFRESH * told,
+        }
     }
 
     /// Per-packet signalling on dequeue: the classifier's parse (`parsed`,
@@ -418,8 +435,7 @@ impl RateSignal {
                 ) {
                     counters.rcp_options_lowered += 1;
                     if let (Some(key), Some(table)) = (key, self.every.as_mut()) {
-                        let told = self.table.as_ref().and_then(|tb| tb.encode(r));
-                        table.signalled(t, &key, told.map(Code::wire));
+                        table.signalled(t, &key, r);
                     }
                 }
                 (packet, None)
@@ -450,7 +466,8 @@ impl RateSignal {
                 let Some(code) = self.signal_at(r) else {
                     return (packet, None);
                 };
-                let told = code;
+                // What the flow is told before dithering: the code's rate.
+                let told = self.table.as_ref().map_or(0.0, |tb| tb.decode(code));
                 let code = if self.config.dither {
                     self.dither(code, r, counters)
                 } else {
@@ -480,7 +497,7 @@ impl RateSignal {
                     Stamped::Split(..) => {
                         counters.fragments_made += 1;
                         if let (Some(key), Some(table)) = (key, self.every.as_mut()) {
-                            table.signalled(t, &key, Some(told.wire()));
+                            table.signalled(t, &key, told);
                         }
                     }
                     Stamped::Untouched(_, Skip::Unparsable) => counters.unstampable += 1,

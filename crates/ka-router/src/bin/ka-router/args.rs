@@ -201,6 +201,18 @@ pub struct Args {
     )]
     pub dither: OnOff,
 
+    /// How often to signal each flow (KA and rcp signalling): packet = every packet that can
+    /// carry a signal (DESIGN §3.4), rtt = at most once per the flow's RTT (its RTT
+    /// indicators, else the average RTT), or a DURATION such as 10ms. SYNs, packets carrying
+    /// an upstream signal and rate cuts are always signalled (DESIGN §3.9).
+    #[arg(
+        long,
+        value_name = "packet|rtt|DURATION",
+        default_value = "packet",
+        conflicts_with = "config"
+    )]
+    pub stamp_every: ka_router::StampEvery,
+
     /// Read the router's knobs (controller, RCP, XCP, TCP mode, initial RTT, dither) and
     /// optionally the queue discipline and RWM from this TOML file (see CONFIG FILE in --help)
     /// instead of their flags.
@@ -476,6 +488,8 @@ mod tests {
                 "2.5",
                 "--rcp-update",
                 "linear",
+                "--stamp-every",
+                "rtt",
             ],
         )
         .unwrap();
@@ -497,6 +511,24 @@ mod tests {
         };
         assert_eq!(k.caution, 2.5);
         assert_eq!(r.rcp.update, RcpUpdate::Linear);
+        assert_eq!(
+            (f.stamp_every, r.stamp_every),
+            (ka_router::StampEvery::Rtt, ka_router::StampEvery::Rtt)
+        );
+        let e = tun_pair("20mbit", &["--stamp-every", "10ms"]).unwrap();
+        let (f, _) = e.port_configs().unwrap();
+        assert_eq!(
+            f.stamp_every,
+            ka_router::StampEvery::Every(Duration::from_millis(10))
+        );
+        assert!(tun_pair("20mbit", &["--stamp-every", "often"]).is_err());
+        assert!(
+            tun_pair("20mbit", &["--stamp-every", "0ms"])
+                .unwrap()
+                .port_configs()
+                .is_err(),
+            "a zero interval is refused (it would mean packet)"
+        );
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 
