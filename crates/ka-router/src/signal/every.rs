@@ -16,7 +16,9 @@
 //! a test pins the slot size).
 //!
 //! **Collisions only add signals.** A slot answers only for the flow whose
-//! key it holds. A flow whose slot holds another key (it was never
+//! key it holds, and a flow that takes another flow's slot is signalled on
+//! every packet until it announces its RTT again (what it announced before
+//! may have been lost with the slot). A flow whose slot holds another key (it was never
 //! signalled, or another flow took the slot since) is *due*: its packet
 //! is signalled, and the slot becomes its own. So a flow is held back only
 //! by its own last signal, and a packet of flow F leaving at `t` is
@@ -60,9 +62,17 @@ struct Slot {
     rtt_us: u32,
     /// The rate (B/ms) the flow was last told, or [`NO_RATE`].
     told: f32,
-    /// The slot holds a flow.
-    used: bool,
+    /// [`UNUSED`], [`HELD`] or [`RELEASED`].
+    state: u8,
 }
+
+/// A slot no flow has held: a flow taking it has announced no RTT.
+const UNUSED: u8 = 0;
+/// A slot holding the flow of its key.
+const HELD: u8 = 1;
+/// A slot a flow held and gave up ([`StampTable::forget`]): a flow taking
+/// it may have announced an RTT into it that was lost.
+const RELEASED: u8 = 2;
 
 const EMPTY: Slot = Slot {
     key: FlowKey {
@@ -75,7 +85,7 @@ const EMPTY: Slot = Slot {
     last: NEVER,
     rtt_us: NO_RTT,
     told: NO_RATE,
-    used: false,
+    state: UNUSED,
 };
 
 /// When each flow last carried this port's signal (see the module docs).
@@ -168,13 +178,15 @@ impl StampTable {
     fn own(&self, key: &FlowKey) -> Option<&Slot> {
         self.slots
             .get(self.index(key))
-            .filter(|s| s.used && s.key == *key)
+            .filter(|s| s.state == HELD && s.key == *key)
     }
 
     #[inline]
     fn own_mut(&mut self, key: &FlowKey) -> Option<&mut Slot> {
         let i = self.index(key);
-        self.slots.get_mut(i).filter(|s| s.used && s.key == *key)
+        self.slots
+            .get_mut(i)
+            .filter(|s| s.state == HELD && s.key == *key)
     }
 
     /// The interval that applies to `key` (ns): the fixed one of
@@ -216,15 +228,19 @@ impl StampTable {
 
     /// A packet of `key` carried the port's signal at `t`, telling it
     /// `told` B/ms (kept to f32 precision; 0 or less: nothing to
-    /// remember). The slot becomes `key`'s; the RTT it announced is kept
-    /// if the slot was already its.
+    /// remember). The slot becomes `key`'s. The RTT it announced is kept if
+    /// the slot was already its; a flow that takes another flow's slot may
+    /// have announced an RTT below d that the other flow's arrival made us
+    /// forget, so it gets interval 0 (every packet) until it announces one
+    /// again (likewise in a slot another flow released): an eviction never
+    /// lengthens a flow's interval.
     pub fn signalled(&mut self, t: Nanos, key: &FlowKey, told: f64) {
         let i = self.index(key);
         if let Some(s) = self.slots.get_mut(i) {
-            let rtt_us = if s.used && s.key == *key {
-                s.rtt_us
-            } else {
-                NO_RTT
+            let rtt_us = match s.state {
+                HELD if s.key == *key => s.rtt_us,
+                UNUSED => NO_RTT,
+                _ => 0,
             };
             *s = Slot {
                 key: *key,
@@ -235,7 +251,7 @@ impl StampTable {
                 } else {
                     NO_RATE
                 },
-                used: true,
+                state: HELD,
             };
         }
     }
@@ -259,9 +275,9 @@ impl StampTable {
             *s = Slot {
                 key: *key,
                 rtt_us,
+                state: HELD,
                 ..EMPTY
             };
-            s.used = true;
         }
     }
 
@@ -269,7 +285,10 @@ impl StampTable {
     /// packet is due.
     pub fn forget(&mut self, key: &FlowKey) {
         if let Some(s) = self.own_mut(key) {
-            *s = EMPTY;
+            *s = Slot {
+                state: RELEASED,
+                ..EMPTY
+            };
         }
     }
 }
@@ -347,6 +366,7 @@ mod tests {
         assert!(t.due(1, &b, 100 * MS), "b never had a signal");
         t.signalled(1, &b, 50.0);
         assert!(t.due(2, &a, 100 * MS), "b took a's slot: a is due again");
+        assert_eq!(t.interval(&b, 100 * MS), 0, "b evicted a: every packet");
         t.note_rtt(&a, 10 * MS);
         assert!(t.due(3, &b, 100 * MS), "a took the slot back by its RTT");
         assert!(t.due(3, &a, 100 * MS), "a has not been signalled since");
