@@ -70,8 +70,9 @@ struct Slot {
 const UNUSED: u8 = 0;
 /// A slot holding the flow of its key.
 const HELD: u8 = 1;
-/// A slot a flow held and gave up ([`StampTable::forget`]): a flow taking
-/// it may have announced an RTT into it that was lost.
+/// A slot a flow held and gave up ([`StampTable::forget`], keeping its
+/// key): another flow taking it may have announced an RTT into it that
+/// was lost.
 const RELEASED: u8 = 2;
 
 const EMPTY: Slot = Slot {
@@ -239,7 +240,10 @@ impl StampTable {
         if let Some(s) = self.slots.get_mut(i) {
             let rtt_us = match s.state {
                 HELD if s.key == *key => s.rtt_us,
+                // Never held, or released by this flow's own SYN: a new
+                // connection that has announced nothing yet.
                 UNUSED => NO_RTT,
+                RELEASED if s.key == *key => NO_RTT,
                 _ => 0,
             };
             *s = Slot {
@@ -286,6 +290,7 @@ impl StampTable {
     pub fn forget(&mut self, key: &FlowKey) {
         if let Some(s) = self.own_mut(key) {
             *s = Slot {
+                key: *key,
                 state: RELEASED,
                 ..EMPTY
             };
