@@ -340,10 +340,10 @@ impl RateSignal {
     /// first data packet of the connection is signalled too); a packet that
     /// already carries an upstream router's signal (`upstream`: a KA leading
     /// fragment, an RCP option below "unlimited"), which must come out with
-    /// the path minimum; a packet whose flow was last told a code at least
-    /// two codes above the one R encodes now (a rate cut, controllers
-    /// without per-packet rates). Else the table decides: the flow's first
-    /// packet, or its last signal at least an interval ago.
+    /// the path minimum; a packet whose flow would be told something else
+    /// than it was last told ([`RateSignal::stale`]; controllers without
+    /// per-packet rates). Else the table decides: the flow's first packet,
+    /// or its last signal at least an interval ago.
     fn gate(&mut self, t: Nanos, seg: &Segment<'_>, upstream: bool) -> Gate {
         let Some(table) = self.every.as_mut() else {
             return Gate::Signal(None);
