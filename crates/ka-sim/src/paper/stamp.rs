@@ -8,7 +8,8 @@
 //! | fig3-stamp | `ka/`, `ka-rtt/`, `rcp/`, `rcp-rtt/`, `tcp/` | `fig3-*.toml`, `fig3-*-rtt.toml` |
 //!
 //! The per-packet variants are the scenarios of `fig2` / `fig3` unchanged
-//! (the same runs). The checks: Fig. 2's and Fig. 3's own claims on the
+//! but for their name (the same runs: `flows.csv` and `series.csv` are
+//! byte-identical to the figure's). The checks: Fig. 2's and Fig. 3's own claims on the
 //! once-per-RTT variants, and that once per RTT writes at least
 //! [`MIN_REDUCTION`] times fewer signals (KA leading fragments, lowered RCP
 //! options) than per-packet signalling.
@@ -115,6 +116,9 @@ impl Experiment for StampInterval {
 
     fn prepare(&self, variant: &str, s: &mut Scenario) {
         self.figure().prepare(variant, s);
+        // The per-packet variants are the figure's own scenario files; the
+        // name is a label only (no seed or stream derives from it).
+        s.name = self.name().to_string();
     }
 
     fn headline(&self, r: &RunResult) -> Value {
