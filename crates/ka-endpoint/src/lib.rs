@@ -80,6 +80,11 @@
 //!   sent. KA receivers ACK at once when a fresh signal is pending
 //!   ([`KaConfig::ack_fresh_signals`]), so echoes are not held 40 ms by the
 //!   delayed-ACK timer.
+//! * **Sparse signals** (routers that signal each flow once per RTT,
+//!   DESIGN §3.9): once fresh echoes keep arriving after two or more
+//!   segments without one, the silence rule waits the longest gap between
+//!   them longer (at most 2 srtt). Per-packet signals never trigger it.
+//!   See the `conn::sparse` module docs.
 //! * **Coming back after a loss** deviates from DESIGN §6.3: besides
 //!   `cwnd/srtt ≥ R`, a flow returns once its loss episode is over and the
 //!   path is clear, or R falls, at a rate capped by what it had before; a

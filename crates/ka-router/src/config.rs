@@ -161,6 +161,87 @@ impl Default for XcpConfig {
     }
 }
 
+/// How often an explicit-rate port (KA fragments, native RCP option)
+/// signals to each flow (DESIGN §3.9, paper §V "Overhead Reduction").
+///
+/// Serialised (feature `serde`) and parsed ([`std::str::FromStr`], the
+/// `ka-router --stamp-every` flag) as `"packet"`, `"rtt"` or a duration
+/// with a unit (`"10ms"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StampEvery {
+    /// Every packet that can carry a signal carries one (DESIGN §3.4; the
+    /// paper's experiments). The default.
+    #[default]
+    Packet,
+    /// A flow's packet is signalled only if the port has not signalled that
+    /// flow within the flow's RTT: its own, as its RTT indicators (KA) or
+    /// RCP options (native RCP) last announced it, rounded down; the port's
+    /// average d until it has announced one. Some packets are always
+    /// signalled (DESIGN §3.9).
+    Rtt,
+    /// As [`StampEvery::Rtt`] with a fixed interval instead of the RTT.
+    Every(Duration),
+}
+
+impl StampEvery {
+    /// Whether every packet is signalled (no per-flow table).
+    pub fn is_packet(&self) -> bool {
+        matches!(self, StampEvery::Packet)
+    }
+}
+
+impl std::fmt::Display for StampEvery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StampEvery::Packet => f.write_str("packet"),
+            StampEvery::Rtt => f.write_str("rtt"),
+            StampEvery::Every(d) => {
+                // The units `FromStr` reads back exactly.
+                let ns = d.as_nanos();
+                match [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+                    .into_iter()
+                    .find(|(per, _)| ns != 0 && ns % per == 0)
+                {
+                    Some((per, unit)) => write!(f, "{}{unit}", ns / per),
+                    None => write!(f, "{ns}ns"),
+                }
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for StampEvery {
+    type Err = String;
+
+    /// `packet`, `rtt`, or a duration with a unit (`10ms`, `250us`, `1s`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "packet" => Ok(StampEvery::Packet),
+            "rtt" => Ok(StampEvery::Rtt),
+            d => ka_codec::units::parse_duration(d)
+                .map(StampEvery::Every)
+                .map_err(|e| {
+                    format!("{s:?}: expected packet, rtt or a duration such as 10ms ({e})")
+                }),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for StampEvery {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for StampEvery {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Knobs of the router's TCP-mode detector (DESIGN §3.6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(
@@ -240,6 +321,10 @@ pub struct PortConfig {
     /// downstream KA router still only shrinks fragments, so the path
     /// minimum is unchanged.
     pub dither: bool,
+    /// How often the KA and native-RCP carriers signal to each flow
+    /// (DESIGN §3.9). Default [`StampEvery::Packet`]; unused by XCP and
+    /// plain ports.
+    pub stamp_every: StampEvery,
     /// RCP's knobs: the loop of every rate controller, and how the port
     /// measures for it (T, d, q). Unused with [`Signalling::Xcp`].
     pub rcp: RcpConfig,
@@ -271,6 +356,7 @@ impl PortConfig {
             signalling: Signalling::KA,
             ipv6_signal: true,
             dither: false,
+            stamp_every: StampEvery::Packet,
             rcp: RcpConfig::default(),
             mode: ModeConfig::default(),
             decrement_ttl: true,
@@ -333,6 +419,9 @@ impl PortConfig {
         if self.initial_rtt.is_zero() {
             return Err(ConfigError::BadValue("initial_rtt"));
         }
+        if self.stamp_every == StampEvery::Every(Duration::ZERO) {
+            return Err(ConfigError::BadValue("stamp_every"));
+        }
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
         }
@@ -372,6 +461,9 @@ impl PortConfig {
         if self.initial_rtt.is_zero() {
             self.initial_rtt = Duration::from_micros(1);
         }
+        if self.stamp_every == StampEvery::Every(Duration::ZERO) {
+            self.stamp_every = StampEvery::Packet;
+        }
         self
     }
 }
@@ -388,6 +480,7 @@ impl PortConfig {
 /// controller = { kind = "crowd", caution = 2.5 }   # or "rcp", "echo"
 /// initial_rtt = "100ms"
 /// dither = true
+/// stamp_every = "rtt"                              # or "packet", "10ms"
 /// rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
 /// xcp = { alpha = 0.4, beta = 0.226, gamma = 0.1 }
 /// mode = { threshold_frac = 0.5, hold = "50ms" }
@@ -414,6 +507,16 @@ pub struct RouterConfig {
     pub initial_rtt: Duration,
     /// Dither the KA signal ([`PortConfig::dither`]). Default false.
     pub dither: bool,
+    /// How often KA and native-RCP ports signal to each flow
+    /// ([`PortConfig::stamp_every`]): `"packet"` (default), `"rtt"` or a
+    /// duration (`"10ms"`). Left out of the written form while it is the
+    /// default, so scenarios written before it existed read and write back
+    /// unchanged.
+    #[cfg_attr(
+        feature = "serde",
+        serde(skip_serializing_if = "StampEvery::is_packet")
+    )]
+    pub stamp_every: StampEvery,
 }
 
 impl Default for RouterConfig {
@@ -426,6 +529,7 @@ impl Default for RouterConfig {
             mode: p.mode,
             initial_rtt: p.initial_rtt,
             dither: p.dither,
+            stamp_every: p.stamp_every,
         }
     }
 }
@@ -447,6 +551,7 @@ impl RouterConfig {
         c.mode = self.mode;
         c.initial_rtt = self.initial_rtt;
         c.dither = self.dither;
+        c.stamp_every = self.stamp_every;
         c
     }
 

@@ -125,7 +125,7 @@ pub use classify::MAX_PACKET_LEN;
 pub use classify::PacketKind;
 pub use config::{
     Carrier, ConfigError, ControllerKind, ModeConfig, PortConfig, QueueMeasure, RcpConfig,
-    RcpUpdate, RouterConfig, RouterFile, Signalling, XcpConfig,
+    RcpUpdate, RouterConfig, RouterFile, Signalling, StampEvery, XcpConfig,
 };
 pub use controller::{
     ControllerConfig, Crowd, CrowdConfig, Echo, EchoConfig, EchoStats, MAX_BATCH_ITERATIONS,
@@ -138,7 +138,7 @@ pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
 pub use router::{InterfaceHook, Router, RouterCounters, Routes};
 pub use rwm::{Rwm, RwmClass, RwmConfig, RwmOutcome, RwmStats, Side};
 pub use signal::rate::IPV6_IDENT_START;
-pub use signal::{RateSignal, Signaller, XcpInterval, XcpSignal};
+pub use signal::{RateSignal, Signaller, StampTable, XcpInterval, XcpSignal};
 pub use stamp::{
     DEFAULT_SATURATE_MIN_PAYLOAD, Skip, StampConfig, Stamped, ipv6_indicator, is_ipv6_indicator,
     stamp_ipv4, stamp_ipv4_parsed, stamp_ipv4_with, stamp_ipv6, stamp_ipv6_parsed, stamp_ipv6_with,

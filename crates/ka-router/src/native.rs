@@ -54,6 +54,16 @@ pub fn rcp_rtt_ms_of(seg: &Segment<'_>) -> Option<u16> {
     (opt.rtt_ms > 0).then_some(opt.rtt_ms)
 }
 
+/// The rate field of `seg`'s RCP option (bytes/s; `u32::MAX` until a
+/// router lowers it), if it is IPv4 with a well-formed RCP option.
+pub fn rcp_rate_of(seg: &Segment<'_>) -> Option<u32> {
+    if !seg.is_ipv4() || seg.ip_header_len() <= MIN_HEADER_LEN {
+        return None;
+    }
+    let (_, opt) = rcp_option::find_in(seg.ipv4_options()).ok()??;
+    Some(opt.rate_bytes_per_sec)
+}
+
 /// A rate in B/ms as the option's bytes/s (saturating; negative/NaN → 0).
 pub(crate) fn bytes_per_sec(rate_bytes_per_ms: f64) -> u32 {
     // `as` saturates and maps NaN to 0.

@@ -54,6 +54,11 @@ pub struct Counters {
     /// XCP options whose `H_feedback` this port lowered
     /// ([`crate::Signalling::Xcp`]).
     pub xcp_feedback_lowered: u64,
+    /// Packets that per-packet signalling would have offered to the KA
+    /// stamper or the RCP option but [`crate::StampEvery`] let go unchanged,
+    /// their flow having had a signal within its interval (DESIGN §3.9).
+    /// Always 0 with [`crate::StampEvery::Packet`].
+    pub signals_skipped: u64,
 }
 
 /// A read-only view of a port's state and counters.

@@ -16,9 +16,10 @@
 //!   "left by loss". An ECN echo the sender reacts to (see `conn::ecn`)
 //!   counts as a loss here (paper §II-C3).
 //! * KA → TCP when no fresh signal for more than `silence_srtts · srtt`
-//!   (at least three packet times at R, plus srtt/16 of jitter margin; see
-//!   `ka_silence_deadline`): `cwnd = flight, ssthresh = cwnd`. "Left by
-//!   silence".
+//!   (at least three packet times at R, plus srtt/16 of jitter margin, plus
+//!   the last gap between signals while they come once per RTT, see
+//!   `conn::sparse`; `ka_silence_deadline`): `cwnd = flight, ssthresh =
+//!   cwnd`. "Left by silence".
 //! * TCP → KA: left by silence (or never in KA yet): at the next fresh
 //!   signal; left by loss: at a fresh signal once `cwnd / srtt ≥ R`, or by
 //!   the two further ways below.
@@ -227,6 +228,13 @@ pub(super) struct KaState {
     /// The last RTT sample, and the last one that showed a standing queue.
     pub last_rtt_sample: Option<Instant>,
     pub last_high_rtt: Option<Instant>,
+    /// Sparse signals (`conn::sparse`): segments without a fresh signal
+    /// since the last fresh one, fresh signals that came sparsely, the
+    /// dense ones since the last sparse one, and the longest gap.
+    pub stale_acks: u32,
+    pub sparse_streak: u8,
+    pub dense_run: u8,
+    pub signal_gap: Option<Duration>,
 }
 
 impl KaState {
@@ -264,6 +272,10 @@ impl KaState {
             last_fresh_before_entry: false,
             last_rtt_sample: None,
             last_high_rtt: None,
+            stale_acks: 0,
+            sparse_streak: 0,
+            dense_run: 0,
+            signal_gap: None,
         }
     }
 
@@ -539,6 +551,7 @@ impl Connection {
     /// routers stopped signalling (rather than our packets being lost: those
     /// ACKs do arrive), so R is frozen and can be trusted again.
     pub(super) fn ka_on_unsignalled_ack(&mut self, now: Instant) {
+        self.ka_note_stale();
         if !self.ka.enabled || self.ka.mode != Mode::Tcp || self.ka.router_silent {
             return;
         }
@@ -550,12 +563,14 @@ impl Connection {
             return;
         }
         let since = *self.ka.unsignalled_since.get_or_insert(now);
-        if now.saturating_duration_since(since) >= self.rtt.srtt_or_initial() {
+        let wait = self.rtt.srtt_or_initial() + self.ka_sparse_allowance().unwrap_or_default();
+        if now.saturating_duration_since(since) >= wait {
             self.ka.router_silent = true;
         }
     }
 
     fn on_fresh_rate(&mut self, now: Instant, rate: f64) {
+        self.ka_note_fresh_spacing(now);
         self.ka.rate = Some(rate);
         self.ka.last_fresh = Some(now);
         self.ka.unsignalled_since = None;
@@ -666,6 +681,11 @@ impl Connection {
             .filter(|r| *r > 0.0)
             .map_or(0.0, |r| 3.0 * pkt / (r * 1000.0));
         let wait = (srtt * self.cfg.ka.silence_srtts).max(floor) + srtt / 16.0;
+        // Signals that come once per RTT (`conn::sparse`): one more gap.
+        let wait = match self.ka_sparse_allowance() {
+            Some(a) => wait + a.as_secs_f64(),
+            None => wait,
+        };
         Some(since + Duration::from_secs_f64(wait.clamp(0.0, 3600.0)))
     }
 

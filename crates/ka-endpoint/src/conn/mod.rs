@@ -46,6 +46,7 @@ mod ka;
 mod output;
 mod recv;
 mod send;
+mod sparse;
 mod types;
 mod xcp;
 

@@ -12,6 +12,11 @@
 //! | [`RateSignal`] | `rate.rs` | an explicit-rate controller ([`RateController`](crate::RateController), RCP by default) with a carrier: Kick-Ass fragments (with the TCP-mode detector), the native-RCP IPv4 option, or none |
 //! | [`XcpSignal`] | `xcp.rs` | XCP's efficiency and fairness controllers, lowering `H_feedback` of the IPv4 XCP option |
 //!
+//! `every.rs` ([`StampTable`]) is the per-flow memory of
+//! [`StampEvery`](crate::StampEvery) that [`RateSignal`] consults on
+//! dequeue when a port signals each flow once per RTT instead of on every
+//! packet (DESIGN §3.9).
+//!
 //! The port calls, in time order: [`Signaller::on_arrival`] for every
 //! packet that passed ingress (before the discipline's verdict), with the
 //! classifier's one parse of it ([`ka_codec::wire::Segment`]),
@@ -24,10 +29,12 @@
 //! [`Signaller::on_timer`] at [`Signaller::next_timer`] — which comes
 //! before a dequeue due at the same instant. A stage never reads a clock.
 
+pub mod every;
 pub mod rate;
 mod reverse;
 pub mod xcp;
 
+pub use every::StampTable;
 pub use rate::RateSignal;
 pub use xcp::{XcpInterval, XcpSignal};
 

@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
-use ka_codec::wire::{Layout, Segment, SegmentMut};
+use ka_codec::wire::{FlowKey, Layout, Segment, SegmentMut};
 use ka_codec::{Code, RateTable};
 
+use super::every::{STAMP_SLOTS, StampTable};
 use super::{Pieces, QueueState, Signaller, reverse};
 use crate::classify::PacketKind;
 use crate::config::{Carrier, PortConfig, QueueMeasure};
@@ -29,6 +30,11 @@ use crate::time::duration_ns;
 /// (wrapping; every IPv6 split takes one). Existing Fragment headers keep
 /// their identification.
 pub const IPV6_IDENT_START: u32 = 0x4B41_0000;
+
+/// With a stamping interval (DESIGN §3.9), a native-RCP flow is told R
+/// again before its interval is up once R has moved by this share of what
+/// it was last told (KA's own step is a code, 6.45 %).
+pub const RCP_REFRESH: f64 = 0.01;
 
 /// The explicit-rate stage: controller + carrier ([`Carrier::Ka`],
 /// [`Carrier::NativeRcp`] or [`Carrier::None`]).
@@ -63,6 +69,20 @@ pub struct RateSignal {
     /// [`RcpConfig::queue_target`](crate::RcpConfig::queue_target) × C,
     /// bytes.
     queue_target_bytes: usize,
+    /// When each flow last carried our signal, for
+    /// [`PortConfig::stamp_every`] other than
+    /// [`StampEvery::Packet`](crate::StampEvery::Packet) with the KA or
+    /// native-RCP carrier (DESIGN §3.9); `None` otherwise.
+    every: Option<StampTable>,
+}
+
+/// What the stamping interval (DESIGN §3.9) says about a dequeued packet.
+enum Gate {
+    /// Signal it as per-packet signalling would; record the signal for the
+    /// flow, if there is one to record it for.
+    Signal(Option<FlowKey>),
+    /// Its flow had a signal within its interval: send it unchanged.
+    Skip,
 }
 
 impl std::fmt::Debug for RateSignal {
@@ -84,6 +104,9 @@ impl RateSignal {
         let table = RateTable::new(&config.scale).ok();
         let capacity = config.capacity_bytes_per_ms();
         let carrier = config.signalling.carrier();
+        let every = (!config.stamp_every.is_packet()
+            && matches!(carrier, Carrier::Ka | Carrier::NativeRcp))
+        .then(|| StampTable::new(config.stamp_every, STAMP_SLOTS, config.seed));
         let max_rate = match (&table, carrier) {
             (Some(t), Carrier::Ka) => rate_ceiling(t, capacity),
             _ => capacity,
@@ -105,6 +128,7 @@ impl RateSignal {
             ident6: IPV6_IDENT_START,
             dither_acc: 0.0,
             queue_target_bytes: (config.rcp.queue_target.as_secs_f64() * 1e3 * capacity) as usize,
+            every,
             config,
         };
         s.next_tick = s.control_interval_ns();
@@ -309,6 +333,64 @@ impl RateSignal {
         self.table.as_ref()?.encode(r)
     }
 
+    /// The stamping interval's verdict on a packet leaving at `t` (DESIGN
+    /// §3.9). Without a table, or for packets the carrier cannot signal
+    /// anyway, [`Gate::Signal`] with nothing to record. Otherwise signalled
+    /// whatever the table says: a SYN (and the flow is forgotten, so the
+    /// first data packet of the connection is signalled too); a packet that
+    /// already carries an upstream router's signal (`upstream`: a KA leading
+    /// fragment, an RCP option below "unlimited"), which must come out with
+    /// the path minimum; a packet whose flow would be told something else
+    /// than it was last told ([`RateSignal::stale`]; controllers without
+    /// per-packet rates). Else the table decides: the flow's first packet,
+    /// or its last signal at least an interval ago.
+    fn gate(&mut self, t: Nanos, seg: &Segment<'_>, upstream: bool) -> Gate {
+        let Some(table) = self.every.as_mut() else {
+            return Gate::Signal(None);
+        };
+        let Some(key) = seg.flow_key() else {
+            return Gate::Signal(None);
+        };
+        if upstream {
+            return Gate::Signal(Some(key));
+        }
+        if seg
+            .tcp_flags()
+            .is_some_and(|f| f & ka_codec::wire::tcp::SYN != 0)
+        {
+            table.forget(&key);
+            return Gate::Signal(Some(key));
+        }
+        let d = (self.rtt_ms * 1e6) as u64;
+        if table.due(t, &key, d) {
+            return Gate::Signal(Some(key));
+        }
+        if !self.controller.wants_packets()
+            && let Some(told) = table.last_told(&key)
+            && self.stale(told)
+        {
+            return Gate::Signal(Some(key));
+        }
+        Gate::Skip
+    }
+
+    /// Whether a flow last told `told` B/ms would be told something else
+    /// now: KA, another code (before dithering); native RCP, a rate that
+    /// differs by at least [`RCP_REFRESH`] of `told`.
+    fn stale(&self, told: f64) -> bool {
+        let r = self.controller.rate();
+        match self.carrier {
+            // `told` is a code's rate kept to f32 precision (a relative
+            // error below 1e-7): nudged up by 1e-6, far less than the 6.45 %
+            // between codes, it encodes to that code again.
+            Carrier::Ka => self
+                .table
+                .as_ref()
+                .is_some_and(|tb| tb.encode(r) != tb.encode(told * (1.0 + 1e-6))),
+            _ => (r - told).abs() >= RCP_REFRESH * told,
+        }
+    }
+
     /// Per-packet signalling on dequeue: the classifier's parse (`parsed`,
     /// if the queue discipline kept it) or one parse here serves the
     /// controller, the carrier and stamping.
@@ -330,12 +412,31 @@ impl RateSignal {
                     return (packet, None);
                 };
                 let seg = Segment::with_layout(&packet, layout);
-                let rate = native::bytes_per_sec(self.egress_rate(t, &packet, Some(&seg)));
+                let key = if self.every.is_some() {
+                    match native::rcp_rate_of(&seg) {
+                        // No option: nothing to lower, nothing to track.
+                        None => None,
+                        Some(rate) => match self.gate(t, &seg, rate != u32::MAX) {
+                            Gate::Skip => {
+                                counters.signals_skipped += 1;
+                                return (packet, None);
+                            }
+                            Gate::Signal(key) => key,
+                        },
+                    }
+                } else {
+                    None
+                };
+                let r = self.egress_rate(t, &packet, Some(&seg));
+                let rate = native::bytes_per_sec(r);
                 if native::lower_rcp_option_in(
                     &mut SegmentMut::with_layout(&mut packet, layout),
                     rate,
                 ) {
                     counters.rcp_options_lowered += 1;
+                    if let (Some(key), Some(table)) = (key, self.every.as_mut()) {
+                        table.signalled(t, &key, r);
+                    }
                 }
                 (packet, None)
             }
@@ -345,10 +446,28 @@ impl RateSignal {
                 }
                 let layout = parse(&packet);
                 let seg = layout.ok().map(|l| Segment::with_layout(&packet, l));
+                // Only a packet the stamper could split (DF clear, the
+                // leading piece) goes through the stamping interval.
+                let key = match &seg {
+                    Some(sg)
+                        if self.every.is_some() && !sg.dont_frag() && sg.frag_offset() == 0 =>
+                    {
+                        match self.gate(t, sg, sg.is_leading_fragment()) {
+                            Gate::Skip => {
+                                counters.signals_skipped += 1;
+                                return (packet, None);
+                            }
+                            Gate::Signal(key) => key,
+                        }
+                    }
+                    _ => None,
+                };
                 let r = self.egress_rate(t, &packet, seg.as_ref());
                 let Some(code) = self.signal_at(r) else {
                     return (packet, None);
                 };
+                // What the flow is told before dithering: the code's rate.
+                let told = self.table.as_ref().map_or(0.0, |tb| tb.decode(code));
                 let code = if self.config.dither {
                     self.dither(code, r, counters)
                 } else {
@@ -375,7 +494,12 @@ impl RateSignal {
                     _ => return (packet, None),
                 };
                 match stamped {
-                    Stamped::Split(..) => counters.fragments_made += 1,
+                    Stamped::Split(..) => {
+                        counters.fragments_made += 1;
+                        if let (Some(key), Some(table)) = (key, self.every.as_mut()) {
+                            table.signalled(t, &key, told);
+                        }
+                    }
                     Stamped::Untouched(_, Skip::Unparsable) => counters.unstampable += 1,
                     Stamped::Untouched(..) => {}
                 }
@@ -414,11 +538,22 @@ impl Signaller for RateSignal {
             counters.indicators_seen += 1;
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
             self.rtt_sample(t, sample);
+            if let (Some(table), Some(key)) = (self.every.as_mut(), seg.and_then(|s| s.flow_key()))
+            {
+                // The flow's own RTT for its stamping interval: the
+                // bottom of the indicator's range, so the interval never
+                // exceeds the sender's srtt as it announced it (DESIGN §3.9).
+                table.note_rtt(&key, indicator_floor_ns(k));
+            }
         } else if self.carrier == Carrier::NativeRcp
             && let Some(ms) = seg.and_then(native::rcp_rtt_ms_of)
         {
             // Native RCP carries the sender's RTT in every packet's option.
             self.rtt_sample(t, f64::from(ms));
+            if let (Some(table), Some(key)) = (self.every.as_mut(), seg.and_then(|s| s.flow_key()))
+            {
+                table.note_rtt(&key, u64::from(ms) * 1_000_000);
+            }
         }
         if self.controller.wants_packets() {
             let info = packet_info(packet, seg);
@@ -577,6 +712,16 @@ impl Signaller for RateSignal {
 
     fn mode_threshold(&self) -> usize {
         self.mode.threshold()
+    }
+}
+
+/// The bottom of RTT indicator `k`'s range in ns (DESIGN §2.2): 0 for
+/// k = 0 (RTT < 2 ms), else 2^k ms.
+fn indicator_floor_ns(k: u8) -> u64 {
+    if k == 0 {
+        0
+    } else {
+        (1_u64 << k.min(11)) * 1_000_000
     }
 }
 

@@ -297,13 +297,31 @@ fn mean_fct(r: &RunResult, group: &str, lo: u64, hi: u64) -> Option<(usize, f64)
 }
 
 fn fig3(results: &[(&str, RunResult)]) -> Vec<Claim> {
+    fig3_of(
+        "fig3",
+        find(results, "ka"),
+        find(results, "rcp"),
+        find(results, "tcp"),
+    )
+}
+
+/// Fig. 3's checks over a KA run (group `ka`), an RCP run (group `rcp`)
+/// and a TCP run (group `tcp`), each claim prefixed by `label`.
+pub(crate) fn fig3_of(
+    label: &str,
+    ka: Option<&RunResult>,
+    rcp: Option<&RunResult>,
+    tcp: Option<&RunResult>,
+) -> Vec<Claim> {
     let mut out = Vec::new();
-    if let (Some(ka), Some(rcp)) = (find(results, "ka"), find(results, "rcp")) {
+    if let (Some(ka), Some(rcp)) = (ka, rcp) {
         let slack = 1.5 * rtt_s(ka);
         let (worst, fails) = bucket_gaps(&buckets(ka, "ka"), &buckets(rcp, "rcp"), 20, slack);
         let (gap, at) = worst.unwrap_or((f64::NAN, String::new()));
         out.push(Claim::new(
-            "fig3: KA mean FCT <= RCP mean FCT + 1.5 RTT in every bucket with >= 20 flows",
+            format!(
+                "{label}: KA mean FCT <= RCP mean FCT + 1.5 RTT in every bucket with >= 20 flows"
+            ),
             format!(
                 "largest KA - RCP gap {:.3} s (bucket {at} pkts); failing buckets: {:?}",
                 gap, fails
@@ -311,12 +329,14 @@ fn fig3(results: &[(&str, RunResult)]) -> Vec<Claim> {
             fails.is_empty() && gap.is_finite(),
         ));
     }
-    if let (Some(ka), Some(tcp)) = (find(results, "ka"), find(results, "tcp")) {
+    if let (Some(ka), Some(tcp)) = (ka, tcp) {
         let k = mean_fct(ka, "ka", 100, 2000);
         let t = mean_fct(tcp, "tcp", 100, 2000);
         if let (Some((nk, k)), Some((nt, t))) = (k, t) {
             out.push(Claim::new(
-                format!("fig3: TCP mean FCT >= {TCP_OVER_KA} x KA for flows of 100-2000 packets"),
+                format!(
+                    "{label}: TCP mean FCT >= {TCP_OVER_KA} x KA for flows of 100-2000 packets"
+                ),
                 format!(
                     "TCP {t:.3} s (n={nt}) / KA {k:.3} s (n={nk}) = {:.2}x",
                     t / k

@@ -20,6 +20,7 @@
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
+//! | fig2-stamp, fig3-stamp | `ka/`, `ka-rtt/`, `rcp/`, `rcp-rtt/` (+ `tcp/` for fig3) | `fig2-*.toml`, `fig3-*.toml` with `-rtt` ([`StampInterval`]: signalling once per RTT, paper §V) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
 //! line in [`experiments`].
@@ -30,6 +31,7 @@ mod crowd;
 pub mod dcc;
 mod figures;
 mod other;
+pub mod stamp;
 pub mod testbed;
 mod xcp;
 mod xcp_fct;
@@ -39,6 +41,7 @@ pub use crowd::FlashCrowd;
 pub use dcc::Dcc;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use other::{Other, max_min_rates};
+pub use stamp::StampInterval;
 pub use testbed::TestbedLoad;
 pub use xcp::XcpTransient;
 pub use xcp_fct::XcpFct;
@@ -119,6 +122,8 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Other::Rtt,
         &Other::FiveBn,
         &Other::Dc,
+        &StampInterval::Fig2,
+        &StampInterval::Fig3,
     ]
 }
 

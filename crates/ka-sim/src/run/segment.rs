@@ -246,6 +246,7 @@ fn add_counters(a: &mut Counters, b: &Counters) {
         unstampable,
         dithered_up,
         xcp_feedback_lowered,
+        signals_skipped,
     } = *b;
     a.packets_in += packets_in;
     a.bytes_in += bytes_in;
@@ -265,6 +266,7 @@ fn add_counters(a: &mut Counters, b: &Counters) {
     a.unstampable += unstampable;
     a.dithered_up += dithered_up;
     a.xcp_feedback_lowered += xcp_feedback_lowered;
+    a.signals_skipped += signals_skipped;
 }
 
 fn add_sojourn(a: &mut SojournHistogram, b: &SojournHistogram) {

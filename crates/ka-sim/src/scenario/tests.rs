@@ -239,3 +239,38 @@ fn router_table_is_the_router_s_config() {
     assert!(with("controller = { kind = \"crowd\", caution = -1.0 }").is_err());
     assert!(with("controller = \"xyz\"").is_err());
 }
+
+/// `[router] stamp_every` (DESIGN §3.9): `"packet"`, `"rtt"` or a
+/// duration; it reads back from what a run writes, and the default is not
+/// written, so scenarios from before it existed write the same bytes.
+#[test]
+fn stamp_every_reads_writes_and_keeps_old_scenarios_unchanged() {
+    use ka_router::StampEvery;
+    use std::time::Duration;
+    let with = |router: &str| {
+        let text = include_str!("../../scenarios/fig2-ka.toml");
+        Scenario::from_toml(&format!("{text}\n[router]\n{router}\n"))
+    };
+    for (v, want) in [
+        ("\"rtt\"", StampEvery::Rtt),
+        ("\"packet\"", StampEvery::Packet),
+        ("\"10ms\"", StampEvery::Every(Duration::from_millis(10))),
+        ("\"250us\"", StampEvery::Every(Duration::from_micros(250))),
+    ] {
+        let s = with(&format!("stamp_every = {v}")).unwrap();
+        assert_eq!(s.router.stamp_every, want, "{v}");
+        assert_eq!(Scenario::from_toml(&s.to_toml()).unwrap(), s, "{v}");
+        assert_eq!(
+            s.to_toml().contains("stamp_every"),
+            want != StampEvery::Packet,
+            "{v}"
+        );
+    }
+    assert!(with("stamp_every = \"sometimes\"").is_err());
+    assert!(
+        with("stamp_every = \"0ms\"").is_err(),
+        "zero would mean packet"
+    );
+    let rtt = Scenario::from_toml(include_str!("../../scenarios/fig2-ka-rtt.toml")).unwrap();
+    assert_eq!(rtt.router.stamp_every, StampEvery::Rtt);
+}

@@ -34,6 +34,7 @@ CONFIG FILE (--config): the knobs as ka-sim scenarios write them, in the same un
   dither = true
   rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
   mode = { threshold_frac = 0.5 }
+  stamp_every = "rtt"            # or "packet", "10ms" (DESIGN §3.9)
   [qdisc]                        # optional: the discipline of both directions
   kind = "fq-codel"
   target = "5ms"
@@ -200,6 +201,18 @@ pub struct Args {
         conflicts_with = "config"
     )]
     pub dither: OnOff,
+
+    /// How often to signal each flow (KA and rcp signalling): packet = every packet that can
+    /// carry a signal (DESIGN §3.4), rtt = at most once per the flow's RTT (its RTT
+    /// indicators, else the average RTT), or a DURATION such as 10ms. SYNs, packets carrying
+    /// an upstream signal and rate cuts are always signalled (DESIGN §3.9).
+    #[arg(
+        long,
+        value_name = "packet|rtt|DURATION",
+        default_value = "packet",
+        conflicts_with = "config"
+    )]
+    pub stamp_every: ka_router::StampEvery,
 
     /// Read the router's knobs (controller, RCP, XCP, TCP mode, initial RTT, dither) and
     /// optionally the queue discipline and RWM from this TOML file (see CONFIG FILE in --help)
@@ -469,7 +482,7 @@ mod tests {
              --beta 0.5 --metrics 127.0.0.1:9100 --pcap x.pcap \
              --ipv6-signal off --signalling rcp --queue-measure now \
              --queue-target 0 --dither off --controller crowd \
-             --crowd-caution 2.5 --rcp-update linear",
+             --crowd-caution 2.5 --rcp-update linear --stamp-every rtt",
         )
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -490,6 +503,24 @@ mod tests {
         };
         assert_eq!(k.caution, 2.5);
         assert_eq!(r.rcp.update, RcpUpdate::Linear);
+        assert_eq!(
+            (f.stamp_every, r.stamp_every),
+            (ka_router::StampEvery::Rtt, ka_router::StampEvery::Rtt)
+        );
+        let e = tun_pair("20mbit", "--stamp-every 10ms").unwrap();
+        let (f, _) = e.port_configs().unwrap();
+        assert_eq!(
+            f.stamp_every,
+            ka_router::StampEvery::Every(Duration::from_millis(10))
+        );
+        assert!(tun_pair("20mbit", "--stamp-every often").is_err());
+        assert!(
+            tun_pair("20mbit", "--stamp-every 0ms")
+                .unwrap()
+                .port_configs()
+                .is_err(),
+            "a zero interval is refused (it would mean packet)"
+        );
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 

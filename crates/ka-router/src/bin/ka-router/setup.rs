@@ -62,6 +62,9 @@ impl TryFrom<&Args> for Setup {
             if router.controller != ControllerKind::Rcp && !rate_carrier {
                 bail!("--controller applies to --signal ka or rcp only");
             }
+            if !router.stamp_every.is_packet() && !rate_carrier {
+                bail!("--stamp-every applies to --signal ka or rcp only");
+            }
             if router.xcp != XcpConfig::default() && carrier != Carrier::Xcp {
                 bail!("--xcp-alpha, --xcp-beta and --xcp-gamma apply to --signal xcp only");
             }
@@ -149,6 +152,7 @@ fn router(a: &Args) -> anyhow::Result<RouterConfig> {
         },
         initial_rtt: a.rtt,
         dither: a.dither == OnOff::On,
+        stamp_every: a.stamp_every,
         ..RouterConfig::default()
     })
 }
@@ -272,6 +276,7 @@ controller = { kind = "crowd", caution = 3.0 }
 initial_rtt = "40ms"
 rcp = { alpha = 0.2, queue_target = "2ms", update = "linear" }
 mode = { hold = "50ms" }
+stamp_every = "rtt"
 
 [qdisc]
 kind = "fq-codel"
@@ -293,6 +298,7 @@ target = "2ms"
         assert_eq!(f.rcp.queue_measure, QueueMeasure::Now);
         assert!(!f.dither);
         assert_eq!(f.mode.hold, Some(std::time::Duration::from_millis(50)));
+        assert_eq!(f.stamp_every, ka_router::StampEvery::Rtt);
         assert!(matches!(f.qdisc, QdiscConfig::FqCodel(q) if q.target.as_millis() == 2));
         assert_eq!(s.reverse.qdisc, QdiscConfig::DropTail);
         assert!(s.rwm.is_none());

@@ -1,0 +1,151 @@
+//! KA senders behind a router that signals each flow once per RTT
+//! (`ka_router::StampEvery`, DESIGN §3.9) instead of on every packet: the
+//! silence rule must not take them out of KA mode, and must still notice a
+//! router that stops signalling (`conn::sparse`, DESIGN §6.3). Virtual
+//! time throughout.
+mod common;
+
+use common::*;
+use ka_endpoint::{Event, LeftBy, Mode, ModeReason};
+use ka_router::{PortConfig, StampEvery};
+use std::time::Duration;
+
+const ONE_WAY: Duration = Duration::from_millis(20);
+const RTT: Duration = Duration::from_millis(40);
+const C: u64 = 10_000_000;
+
+fn sparse_net(seed: u64, every: StampEvery) -> Net {
+    let mut net = Net::default_pair(ONE_WAY, seed);
+    let now = net.now;
+    let mut pc = PortConfig::new(C);
+    pc.initial_rtt = RTT;
+    pc.stamp_every = every;
+    net.ab.hops.push(Hop::port(pc, now));
+    net
+}
+
+fn port(net: &Net) -> &ka_router::Port {
+    match &net.ab.hops[0] {
+        Hop::Port(p) => p,
+        _ => panic!("hop 0 is not a port"),
+    }
+}
+
+fn mode_changes(net: &Net, h: ka_endpoint::ConnHandle) -> Vec<(Duration, ka_endpoint::ModeChange)> {
+    net.events_of(Side::A, h)
+        .into_iter()
+        .filter_map(|(t, e)| match e {
+            Event::ModeChanged(m) => Some((t - net.base, m)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn once_per_rtt_signals_keep_ka_mode_and_track_r() {
+    let mut net = sparse_net(31, StampEvery::Rtt);
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(12_000_000, 5), false);
+    let mut mismatch = vec![];
+    net.run_for_with(Duration::from_secs(6), |n| {
+        let t = n.elapsed();
+        let r = port(n)
+            .snapshot()
+            .signal
+            .map(|c| ka_codec::Scale::PAPER.decode(c));
+        if let (true, Some(c), Some(r)) = (t >= Duration::from_secs(4), n.a.conn(h), r) {
+            let mine = c.stats().ka_rate.unwrap();
+            if (mine - r).abs() / r > 0.07 {
+                mismatch.push((t, mine, r));
+            }
+        }
+    });
+    let changes = mode_changes(&net, h);
+    assert_eq!(
+        changes.len(),
+        1,
+        "entered KA mode once, never left: {changes:?}"
+    );
+    assert_eq!(changes[0].1.to, Mode::Ka);
+    let c = port(&net).snapshot().counters;
+    let st = net.a.conn(h).unwrap().stats();
+    // Far fewer signals than packets: about one per RTT (150 in 6 s) plus
+    // one per code change of R.
+    assert!(
+        c.fragments_made * 10 < c.signals_skipped,
+        "{} signals, {} skipped",
+        c.fragments_made,
+        c.signals_skipped
+    );
+    assert!(
+        c.fragments_made >= 6 * 1000 / 64,
+        "at least one per 64 ms: {c:?}"
+    );
+    assert_eq!(st.retransmits, 0);
+    // A code change reaches the flow at its next packet: the rate it paces
+    // at follows R as closely as with per-packet signals.
+    assert!(
+        mismatch.is_empty(),
+        "{:?}",
+        &mismatch[..mismatch.len().min(5)]
+    );
+}
+
+#[test]
+fn a_router_that_stops_signalling_is_still_noticed_within_three_srtts() {
+    let mut net = sparse_net(32, StampEvery::Rtt);
+    net.ab.hops.push(Hop::eraser());
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(12_000_000, 6), false);
+    net.run_for(Duration::from_secs(2));
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+    match &mut net.ab.hops[1] {
+        Hop::Eraser { on, .. } => *on = true,
+        _ => panic!("hop 1 is not the eraser"),
+    }
+    let t_off = net.elapsed();
+    let srtt = net.a.conn(h).unwrap().stats().srtt.unwrap();
+    assert!(
+        net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
+            == Mode::Tcp)
+    );
+    let (t_tcp, m) = *mode_changes(&net, h).last().unwrap();
+    assert_eq!(m.reason, ModeReason::Silence);
+    assert_eq!(
+        net.a.conn(h).unwrap().stats().left_by,
+        Some(LeftBy::Silence)
+    );
+    // The last signal was at most one interval (≤ srtt) before the eraser
+    // came on and needs an RTT to come back; then the sender waits srtt +
+    // srtt/16 plus one more gap (≤ srtt here, capped at 2 srtt).
+    let waited = t_tcp - t_off;
+    assert!(
+        waited <= 4 * srtt,
+        "TCP mode after {waited:?} (srtt {srtt:?})"
+    );
+    // ... and longer than with per-packet signals (≤ 2 srtt + srtt/8):
+    // the allowance was in force.
+    assert!(
+        waited > 2 * srtt + srtt / 8,
+        "TCP mode after {waited:?} (srtt {srtt:?})"
+    );
+}
+
+#[test]
+fn an_interval_longer_than_the_rtt_settles_in_ka_mode() {
+    // 60 ms between signals against a 40 ms RTT: beyond the plain rule
+    // (srtt + srtt/16), so the first gaps end KA mode; the returns make
+    // the sender see sparse signals and wait one gap longer from then on.
+    let mut net = sparse_net(33, StampEvery::Every(Duration::from_millis(60)));
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(12_000_000, 7), false);
+    net.run_for(Duration::from_secs(6));
+    let changes = mode_changes(&net, h);
+    let late: Vec<_> = changes
+        .iter()
+        .filter(|(t, _)| *t >= Duration::from_secs(2))
+        .collect();
+    assert!(late.is_empty(), "mode changes after 2 s: {late:?}");
+    assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+    assert!(changes.len() <= 5, "settled after a few gaps: {changes:?}");
+}
