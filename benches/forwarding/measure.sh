@@ -16,7 +16,7 @@ capacity() {
 # cost MODE: the router's CPU ns per forwarded packet at a fixed --pps.
 cost() {
     wired "$1" '
-        cpu() { cat /proc/$KA_ROUTER_PID/task/*/schedstat | awk "{ s += \$1 } END { print s }"; }
+        cpu() { cat /proc/$KA_ROUTER_PID/task/*/schedstat | awk "{ s += \$1 } END { printf \"%.0f\\n\", s }"; }
         $B "$BLAST" recv --listen $ADDR_B:9000 --until-idle > "$OUT" &
         sleep 0.3
         c0=$(cpu)

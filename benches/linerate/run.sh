@@ -47,7 +47,7 @@ for t in iperf3 ethtool ip; do
 done
 [[ -x $ROUTER ]] || cargo build --release -q -p ka-router --features cli
 RES=$(mktemp -t linerate.XXXXXX)
-trap 'rm -f "$RES"' EXIT
+trap 'rm -f "$RES" "$RES.err"' EXIT
 
 # iperf3 in namespace A towards ADDR in namespace B; prints Gbit/s.
 iperf() { # NS_A NS_B ADDR
@@ -60,8 +60,9 @@ iperf() { # NS_A NS_B ADDR
 kernel() { # OFFLOAD(on|off)
     local n="lr$$" a b m
     a="${n}a" b="${n}b" m="${n}m"
+    # (this runs in a subshell: its trap cleans the namespaces only)
     # shellcheck disable=SC2064
-    trap "ip netns del $a 2>/dev/null; ip netns del $b 2>/dev/null; ip netns del $m 2>/dev/null; rm -f '$RES'" EXIT
+    trap "ip netns del $a 2>/dev/null; ip netns del $b 2>/dev/null; ip netns del $m 2>/dev/null" EXIT
     ip netns add "$a"; ip netns add "$b"; ip netns add "$m"
     ip link add "${n}a0" netns "$a" type veth peer name "${n}a1" netns "$m"
     ip link add "${n}b0" netns "$b" type veth peer name "${n}b1" netns "$m"
@@ -79,7 +80,7 @@ kernel() { # OFFLOAD(on|off)
     local g
     g=$(iperf "$a" "$b" 10.79.2.1)
     ip netns del "$a"; ip netns del "$b"; ip netns del "$m"
-    trap 'rm -f "$RES"' EXIT
+    trap - EXIT
     echo "$g -"
 }
 
@@ -87,7 +88,7 @@ router() { # ROUTER_ARG...
     local args=()
     for x in "$@"; do args+=(--router-arg="$x"); done
     SECS=$SECS examples/testbed/testbed.sh --router "$ROUTER" --rate 100gbit --queue 4000 "${args[@]}" -- '
-        cpu() { cat /proc/$KA_ROUTER_PID/task/*/schedstat | awk "{ s += \$1 } END { print s }"; }
+        cpu() { cat /proc/$KA_ROUTER_PID/task/*/schedstat | awk "{ s += \$1 } END { printf \"%.0f\\n\", s }"; }
         $A sysctl -qw net.ipv4.ip_no_pmtu_disc=1
         $B iperf3 -s -1 -D -p 5201 >/dev/null 2>&1; sleep 0.5
         c0=$(cpu)
@@ -96,7 +97,7 @@ router() { # ROUTER_ARG...
         c1=$(cpu)
         # CPU seconds per Gbit moved: router CPU ns / (Gbit/s · s).
         awk -v g="$g" -v c="$((c1 - c0))" -v s="$SECS" "BEGIN { printf \"%s %.3f\\n\", g, (g > 0 ? c / 1e9 / (g * s) : 0) }"
-    ' 2>/dev/null | tail -n 1
+    ' 2>"$RES.err" | tail -n 1
 }
 
 measure() {

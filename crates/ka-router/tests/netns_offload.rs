@@ -58,8 +58,8 @@ fn summary(stdout: &str, direction: &str) -> Summary {
 }
 
 /// `bytes` of kernel TCP (DF clear) from A to B through `ka-router ARGS`:
-/// exact, and the router's forward summary.
-fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<Summary> {
+/// exact; the router's forward summary and the transfer's seconds.
+fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<(Summary, f64)> {
     let _serial = netns_common::serial();
     let mut tb = testbed_or_skip(test)?;
     tb.start_router(Path::new(ROUTER), args).expect("router up");
@@ -93,7 +93,7 @@ fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<Summary> {
         "only {} packets in for {bytes} bytes",
         fwd.packets_in
     );
-    Some(fwd)
+    Some((fwd, r.num("secs")))
 }
 
 /// 200 MB of kernel TCP through the KA gateway with offloads and writer
@@ -132,7 +132,7 @@ fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
 /// every packet stamped (each leaves as two fragments), bytes exact.
 #[test]
 fn kernel_tcp_through_writer_threads_at_a_shaped_rate() {
-    let Some(fwd) = transfer(
+    let Some((fwd, _)) = transfer(
         "kernel_tcp_through_writer_threads_at_a_shaped_rate",
         &["--rate", "200mbit", "--write-threads"],
         20_000_000,
@@ -141,4 +141,49 @@ fn kernel_tcp_through_writer_threads_at_a_shaped_rate() {
     };
     assert_eq!(fwd.reads, fwd.packets_in, "{fwd:?}");
     assert!(fwd.leading_out > fwd.packets_in / 2, "{fwd:?}");
+}
+
+/// The line-rate configuration: offloads, writer threads and
+/// `--stamp-every rtt`. Kernel TCP announces no RTT, so the interval is the
+/// port's d (`--rtt 20ms`): the flow hears the rate about once per 20 ms —
+/// at least once per interval it sent in, far fewer than one per packet —
+/// and the bytes arrive exact.
+#[test]
+fn kernel_tcp_signalled_once_per_rtt_at_line_rate() {
+    let interval = 0.020;
+    let Some((fwd, secs)) = transfer(
+        "kernel_tcp_signalled_once_per_rtt_at_line_rate",
+        &[
+            "--rate",
+            "100gbit",
+            "--queue",
+            "4000",
+            "--rtt",
+            "20ms",
+            "--offload",
+            "--write-threads",
+            "--stamp-every",
+            "rtt",
+        ],
+        200_000_000,
+    ) else {
+        return;
+    };
+    let intervals = secs / interval;
+    eprintln!(
+        "{secs:.2} s = {intervals:.0} intervals, {} leading fragments",
+        fwd.leading_out
+    );
+    // One per interval of sending (the last may be cut short), plus the
+    // SYN's and the first packet's.
+    assert!(
+        fwd.leading_out as f64 >= intervals.floor() - 1.0,
+        "{} leading fragments in {secs:.2} s: fewer than one per {interval} s",
+        fwd.leading_out
+    );
+    assert!(
+        fwd.leading_out * 10 <= fwd.packets_in,
+        "{fwd:?}: not >= 10x fewer signals than packets"
+    );
+    assert!(fwd.packets_in >= 3 * fwd.reads, "{fwd:?}");
 }

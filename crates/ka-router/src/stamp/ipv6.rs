@@ -4,6 +4,7 @@ use ka_codec::Code;
 use ka_codec::rtt;
 use ka_codec::wire::ipv6::{
     FRAG_HEADER_LEN, FragmentHeader, HEADER_LEN, Ipv6Layout, Ipv6Packet, NEXT_HEADER_FRAGMENT,
+    layout,
 };
 use ka_codec::wire::{Layout, Segment};
 
@@ -38,8 +39,15 @@ pub fn stamp_ipv6(packet: Vec<u8>, wanted: Code, ident: u32) -> Stamped {
 /// Payload lengths are fixed in both pieces; the hop limit is not touched
 /// here. Bytes after `40 + payload length` are dropped.
 pub fn stamp_ipv6_with(config: &StampConfig, packet: Vec<u8>, wanted: Code, ident: u32) -> Stamped {
-    match Layout::parse(&packet) {
-        Ok(layout) => stamp_ipv6_parsed(config, packet, &layout, wanted, ident),
+    // The IPv6 header and its chain only (not a whole `Layout::parse`,
+    // which would walk the chain and then be walked again for the
+    // `Ipv6Layout`): this standalone entry stays as cheap as it was.
+    let total = match Ipv6Packet::new_checked(packet.as_slice()) {
+        Ok(p) => p.total_len(),
+        Err(_) => return Stamped::Untouched(packet, Skip::Unparsable),
+    };
+    match layout(packet.as_slice()) {
+        Ok(lay) => stamp(config, packet, wanted, ident, total, &lay),
         Err(_) => Stamped::Untouched(packet, Skip::Unparsable),
     }
 }
@@ -63,12 +71,25 @@ pub fn stamp_ipv6_parsed(
     let Some(lay) = lay else {
         return Stamped::Untouched(packet, Skip::Unparsable);
     };
+    stamp(config, packet, wanted, ident, total, &lay)
+}
+
+/// Rules 1, 2, 4 and 5 for an IPv6 packet of `total` bytes whose chain is
+/// `lay`.
+fn stamp(
+    config: &StampConfig,
+    packet: Vec<u8>,
+    wanted: Code,
+    ident: u32,
+    total: usize,
+    lay: &Ipv6Layout,
+) -> Stamped {
     if lay.fragment.is_none() && rtt::classify_v6(total).is_some() {
         return Stamped::Untouched(packet, Skip::Indicator);
     }
     match lay.fragment {
-        None => insert_fragment_header(config, packet, wanted, ident, total, &lay),
-        Some((at, fh)) => resplit(config, packet, wanted, total, at, fh, &lay),
+        None => insert_fragment_header(config, packet, wanted, ident, total, lay),
+        Some((at, fh)) => resplit(config, packet, wanted, total, at, fh, lay),
     }
 }
 
