@@ -6,6 +6,7 @@
 //! the *last* piece may have odd length.
 
 /// Adds `data` to a running one's-complement sum `acc` (RFC 1071).
+#[inline]
 pub fn sum(data: &[u8], acc: u32) -> u32 {
     // An IPv4 header without options (every packet a router verifies):
     // ten words summed straight, no loop (Linux's `ip_fast_csum` likewise
@@ -59,6 +60,7 @@ pub fn sum(data: &[u8], acc: u32) -> u32 {
 
 /// Folds a running sum to 16 bits and complements it: the value to store in
 /// a checksum field.
+#[inline]
 pub fn finish(acc: u32) -> u16 {
     let mut acc = acc;
     while acc > 0xFFFF {
@@ -70,6 +72,7 @@ pub fn finish(acc: u32) -> u16 {
 /// The checksum of a complete buffer (e.g. an IPv4 header with its checksum
 /// field zeroed). A buffer whose stored checksum is right gives 0 here when
 /// the field is *not* zeroed.
+#[inline]
 pub fn checksum(data: &[u8]) -> u16 {
     finish(sum(data, 0))
 }
