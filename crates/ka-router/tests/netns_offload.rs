@@ -103,7 +103,7 @@ fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<(Summary, f64)> {
 /// fragments, which no write coalesces).
 #[test]
 fn kernel_tcp_through_offloaded_gateway_is_exact_and_signalled() {
-    let Some(fwd) = transfer(
+    let Some((fwd, _)) = transfer(
         "kernel_tcp_through_offloaded_gateway_is_exact_and_signalled",
         &[
             "--rate",
