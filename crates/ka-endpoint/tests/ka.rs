@@ -3,7 +3,7 @@ mod common;
 
 use common::*;
 use ka_codec::scale::Scale;
-use ka_endpoint::{Event, LeftBy, Mode, ModeReason};
+use ka_endpoint::{LeftBy, Mode, ModeReason};
 use ka_router::{PortConfig, Signalling};
 #[allow(unused_imports)]
 use std::collections::HashMap;
@@ -52,29 +52,12 @@ fn drop_data_window(net: &mut Net) -> std::rc::Rc<std::cell::Cell<Option<std::ti
     drop_from
 }
 
-fn port(net: &Net, i: usize) -> &ka_router::Port {
-    match &net.ab.hops[i] {
-        Hop::Port(p) => p,
-        _ => panic!("hop {i} is not a port"),
-    }
-}
-
 /// The rate the port signals now, B/ms (decoded code).
 fn signalled(net: &Net, i: usize) -> Option<f64> {
-    port(net, i)
+    net.port(i)
         .snapshot()
         .signal
         .map(|c| Scale::PAPER.decode(c))
-}
-
-fn mode_changes(net: &Net, h: ka_endpoint::ConnHandle) -> Vec<(Duration, ka_endpoint::ModeChange)> {
-    net.events_of(Side::A, h)
-        .into_iter()
-        .filter_map(|(t, e)| match e {
-            Event::ModeChanged(m) => Some((t - net.base, m)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// IP bytes per second A sent on connection `port` in `[from, to)`.
@@ -109,7 +92,7 @@ fn ka_mode_through_port_paces_at_r() {
             }
         }
     });
-    let changes = mode_changes(&net, h);
+    let changes = net.mode_changes(h);
     let (t_ka, first) = changes[0];
     assert_eq!(first.to, Mode::Ka);
     assert_eq!(first.reason, ModeReason::Signal);
@@ -159,7 +142,7 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
         net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
             == Mode::Tcp)
     );
-    let changes = mode_changes(&net, h);
+    let changes = net.mode_changes(h);
     let (t_tcp, m) = *changes.last().unwrap();
     assert_eq!(m.reason, ModeReason::Silence);
     // the last stamped packet needs one RTT to be echoed back, then the
@@ -190,7 +173,7 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
         net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
             == Mode::Ka)
     );
-    let (t_ka, m) = *mode_changes(&net, h).last().unwrap();
+    let (t_ka, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Signal);
     let st = net.a.conn(h).unwrap().stats();
     assert_eq!(
@@ -229,7 +212,7 @@ fn loss_at_legacy_bottleneck_returns_to_ka_once_the_path_is_clear() {
             samples.push((n.elapsed(), s.mode, s.ka_signals_fresh));
         }
     });
-    let changes = mode_changes(&net, h);
+    let changes = net.mode_changes(h);
     let after: Vec<_> = changes
         .iter()
         .filter(|(t, _)| *t > Duration::from_secs(2))
@@ -379,7 +362,7 @@ fn return_into_an_inflated_rate_is_capped_until_r_comes_down() {
     drop_from.set(Some(net.now));
     net.run_for(Duration::from_millis(150));
     assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Tcp);
-    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Loss);
     // R jumps to 6.5 × while the flow is in TCP mode
     net.ab.hops[1] = Hop::Stamp(Code::from_len(hi).unwrap());
@@ -390,7 +373,7 @@ fn return_into_an_inflated_rate_is_capped_until_r_comes_down() {
     );
     let back = net.elapsed() - t_switch;
     assert!(back < Duration::from_secs(1), "back after {back:?}");
-    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Recovered);
     let st = net.a.conn(h).unwrap().stats();
     assert_eq!(st.ka_rate, Some(rate(hi)));
@@ -437,7 +420,7 @@ fn losses_while_the_routers_are_silent_do_not_cap_the_return() {
     net.run_for(Duration::from_secs(2));
     drop_from.set(Some(net.now));
     net.run_for(Duration::from_millis(150));
-    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!((m.to, m.reason), (Mode::Tcp, ModeReason::Loss));
     // the routers fall silent: nothing stamps any more, ACKs keep coming
     net.ab.hops[1] = Hop::Filter(Box::new(|_, _| false));
@@ -452,7 +435,7 @@ fn losses_while_the_routers_are_silent_do_not_cap_the_return() {
             == Mode::Ka)
     );
     assert!(net.elapsed() - t_on <= RTT + Duration::from_millis(10));
-    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Signal);
     let st = net.a.conn(h).unwrap().stats();
     assert_eq!(st.ka_rate, Some(rate(760)));
@@ -494,7 +477,7 @@ fn rtt_indicators_every_100ms_per_connection_with_df() {
                 eprintln!(
                     "gap {gap:?} at {:?}: {:?}",
                     w[1].at - net.base,
-                    mode_changes(&net, h)
+                    net.mode_changes(h)
                 );
             }
             assert!(
@@ -516,7 +499,7 @@ fn rtt_indicators_every_100ms_per_connection_with_df() {
         );
     }
     // the router learnt the RTT from them (k = 5 → 48 ms for srtt 32..63 ms)
-    let p = port(&net, 0).snapshot();
+    let p = net.port(0).snapshot();
     assert!(p.counters.indicators_seen >= 56);
 }
 
@@ -542,7 +525,7 @@ fn plain_tcp_sets_df_and_never_sends_indicators() {
         0,
         "DF'd packets are never fragmented"
     );
-    let p = port(&net, 0).snapshot();
+    let p = net.port(0).snapshot();
     assert_eq!(p.counters.fragments_made, 0);
     assert_eq!(p.counters.indicators_seen, 0);
 }
@@ -567,7 +550,7 @@ fn port_in_tcp_mode_stops_signals_then_ka_resumes() {
     }
     let mut port_modes = vec![];
     net.run_for_with(Duration::from_secs(3), |n| {
-        let m = port(n, 0).snapshot().mode;
+        let m = n.port(0).snapshot().mode;
         if port_modes.last().map(|x: &(Duration, ka_router::Mode)| x.1) != Some(m) {
             port_modes.push((n.elapsed(), m));
         }
@@ -578,7 +561,8 @@ fn port_in_tcp_mode_stops_signals_then_ka_resumes() {
         .find(|(_, m)| *m == ka_router::Mode::Ka)
         .expect("port recovers")
         .0;
-    let changes: Vec<_> = mode_changes(&net, h)
+    let changes: Vec<_> = net
+        .mode_changes(h)
         .into_iter()
         .filter(|(t, _)| *t > t_inj)
         .collect();
@@ -704,15 +688,15 @@ fn a_loss_keeps_ka_mode_when_the_router_owns_congestion() {
     assert!(st.retransmits > retx_before, "the episode lost data");
     assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
     assert!(
-        mode_changes(&net, h).iter().all(|(_, m)| m.to == Mode::Ka),
+        net.mode_changes(h).iter().all(|(_, m)| m.to == Mode::Ka),
         "{:?}",
-        mode_changes(&net, h)
+        net.mode_changes(h)
     );
     // a path that drops every data packet: silence ends KA mode
     net.ab.hops[0] = Hop::Filter(Box::new(|_, pkt| pkt.len() > 1000));
     assert!(net.run_until(Duration::from_secs(3), |n| {
         n.a.conn(h).is_some_and(|c| c.mode() == Mode::Tcp)
     }));
-    let (_, m) = *mode_changes(&net, h).last().unwrap();
+    let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Silence);
 }

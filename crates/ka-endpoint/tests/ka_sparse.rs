@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use ka_endpoint::{Event, LeftBy, Mode, ModeReason};
+use ka_endpoint::{LeftBy, Mode, ModeReason};
 use ka_router::{PortConfig, StampEvery};
 use std::time::Duration;
 
@@ -24,23 +24,6 @@ fn sparse_net(seed: u64, every: StampEvery) -> Net {
     net
 }
 
-fn port(net: &Net) -> &ka_router::Port {
-    match &net.ab.hops[0] {
-        Hop::Port(p) => p,
-        _ => panic!("hop 0 is not a port"),
-    }
-}
-
-fn mode_changes(net: &Net, h: ka_endpoint::ConnHandle) -> Vec<(Duration, ka_endpoint::ModeChange)> {
-    net.events_of(Side::A, h)
-        .into_iter()
-        .filter_map(|(t, e)| match e {
-            Event::ModeChanged(m) => Some((t - net.base, m)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn once_per_rtt_signals_keep_ka_mode_and_track_r() {
     let mut net = sparse_net(31, StampEvery::Rtt);
@@ -49,7 +32,8 @@ fn once_per_rtt_signals_keep_ka_mode_and_track_r() {
     let mut mismatch = vec![];
     net.run_for_with(Duration::from_secs(6), |n| {
         let t = n.elapsed();
-        let r = port(n)
+        let r = n
+            .port(0)
             .snapshot()
             .signal
             .map(|c| ka_codec::Scale::PAPER.decode(c));
@@ -60,14 +44,14 @@ fn once_per_rtt_signals_keep_ka_mode_and_track_r() {
             }
         }
     });
-    let changes = mode_changes(&net, h);
+    let changes = net.mode_changes(h);
     assert_eq!(
         changes.len(),
         1,
         "entered KA mode once, never left: {changes:?}"
     );
     assert_eq!(changes[0].1.to, Mode::Ka);
-    let c = port(&net).snapshot().counters;
+    let c = net.port(0).snapshot().counters;
     let st = net.a.conn(h).unwrap().stats();
     // Far fewer signals than packets: about one per RTT (150 in 6 s) plus
     // one per code change of R.
@@ -109,7 +93,7 @@ fn a_router_that_stops_signalling_is_still_noticed_within_three_srtts() {
         net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
             == Mode::Tcp)
     );
-    let (t_tcp, m) = *mode_changes(&net, h).last().unwrap();
+    let (t_tcp, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Silence);
     assert_eq!(
         net.a.conn(h).unwrap().stats().left_by,
@@ -140,7 +124,7 @@ fn an_interval_longer_than_the_rtt_settles_in_ka_mode() {
     let h = net.connect(5001);
     net.send_bulk(Side::A, h, payload(12_000_000, 7), false);
     net.run_for(Duration::from_secs(6));
-    let changes = mode_changes(&net, h);
+    let changes = net.mode_changes(h);
     let late: Vec<_> = changes
         .iter()
         .filter(|(t, _)| *t >= Duration::from_secs(2))

@@ -695,6 +695,27 @@ impl Net {
             .map(|(t, _, _, e)| (*t, *e))
             .collect()
     }
+
+    /// The mode changes of A's connection `h`, at their times since the
+    /// start.
+    pub fn mode_changes(&self, h: ConnHandle) -> Vec<(Duration, ka_endpoint::ModeChange)> {
+        self.events_of(Side::A, h)
+            .into_iter()
+            .filter_map(|(t, e)| match e {
+                Event::ModeChanged(m) => Some((t - self.base, m)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The router port at hop `i` of the forward path (panics if that hop
+    /// is not a port).
+    pub fn port(&self, i: usize) -> &ka_router::Port {
+        match &self.ab.hops[i] {
+            Hop::Port(p) => p,
+            _ => panic!("hop {i} is not a port"),
+        }
+    }
 }
 
 /// Parses what a stack sent (IPv4 only) for the record.
