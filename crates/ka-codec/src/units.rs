@@ -404,7 +404,9 @@ impl fmt::Display for Trimmed {
         if !v.is_finite() {
             return Ok(());
         }
-        if v == v.trunc() && v.abs() < 1e15 {
+        // `as i64` truncates (exactly, below 10¹⁵): integral iff unchanged.
+        // (`f64::trunc` is not in `core`.)
+        if v.abs() < 1e15 && v == (v as i64) as f64 {
             return write!(f, "{}", v as i64);
         }
         let mut buf = StackBuf::new();
