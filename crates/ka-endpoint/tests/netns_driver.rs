@@ -275,6 +275,17 @@ fn offloaded_device_carries_both_directions_exactly() {
             // The default stack is already open on DEV: this one gets its own.
             let stack = KaStack::open("kaep1", "10.89.0.1/24".parse().expect("cidr"), config)
                 .expect("opening the offloaded TUN device");
+            // The device really has the kernel's offloads (a TUN device
+            // opened without them has TSO off).
+            let features = Command::new("ethtool")
+                .args(["-k", "kaep1"])
+                .output()
+                .expect("ethtool");
+            let features = String::from_utf8_lossy(&features.stdout);
+            assert!(
+                features.contains("tcp-segmentation-offload: on"),
+                "offload not enabled on kaep1:\n{features}"
+            );
             let n = 20_000_000;
             let data = pattern(n);
             let expect = data.clone();

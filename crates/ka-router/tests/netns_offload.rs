@@ -57,6 +57,23 @@ fn summary(stdout: &str, direction: &str) -> Summary {
     }
 }
 
+/// Whether a thread named like the router's writer threads
+/// (`ka-write-forward`, truncated by the kernel to 15 bytes) runs on this
+/// host.
+fn writer_threads_running() -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read_dir(p.path().join("task")).is_ok_and(|tasks| {
+            tasks.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("ka-write-"))
+            })
+        })
+    })
+}
+
 /// `bytes` of kernel TCP (DF clear) from A to B through `ka-router ARGS`:
 /// exact; the router's forward summary and the transfer's seconds.
 fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<(Summary, f64)> {
@@ -84,6 +101,12 @@ fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<(Summary, f64)> {
     let s = send.result(Duration::from_secs(20));
     assert_eq!(r.get("bytes"), bytes.to_string(), "byte count");
     assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
+    if args.contains(&"--write-threads") {
+        assert!(
+            writer_threads_running(),
+            "--write-threads given but no ka-write-* thread runs"
+        );
+    }
     let exit = tb.stop_router().unwrap();
     assert!(exit.status.success(), "{}", exit.stderr);
     let fwd = summary(&exit.stdout, "forward");
