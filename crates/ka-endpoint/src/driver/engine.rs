@@ -310,19 +310,22 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
             };
         }
         let mut write_errors = 0u64;
+        // EIO: the device's kernel side is down (e.g. not yet moved into
+        // its namespace); count and carry on, logging the first only.
+        let mut failed = |e: io::Error| {
+            write_errors += 1;
+            if !eio_logged {
+                tracing::warn!("TUN write failed (counted, further failures not logged): {e}");
+                eio_logged = true;
+            }
+        };
         for p in out.drain(..) {
             let written = match &mut coalescing {
                 Some(w) => w.push(&tun, &p).map(|_| ()),
                 None => writer.write(&p).map(|_| ()),
             };
             if let Err(e) = written {
-                write_errors += 1;
-                // EIO: the device's kernel side is down (e.g. not yet moved
-                // into its namespace); count and carry on.
-                if !eio_logged {
-                    tracing::warn!("TUN write failed (counted, further failures not logged): {e}");
-                    eio_logged = true;
-                }
+                failed(e);
             }
             spare_push(&mut spare, p);
         }
@@ -330,11 +333,7 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
         if let Some(w) = &mut coalescing
             && let Err(e) = w.flush(&tun)
         {
-            write_errors += 1;
-            if !eio_logged {
-                tracing::warn!("TUN write failed (counted, further failures not logged): {e}");
-                eio_logged = true;
-            }
+            failed(e);
         }
         if write_errors > 0 {
             shared.lock().stats.write_errors += write_errors;
