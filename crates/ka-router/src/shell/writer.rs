@@ -17,7 +17,10 @@
 //! default).
 //!
 //! Memory: each direction holds at most [`QUEUE`] rounds in flight, each
-//! at most [`BATCH`] packets (a full round is handed over at once).
+//! at most [`BATCH`] packets (a full round is handed over at once). Write
+//! errors come back over a channel the forwarding thread empties every
+//! round, so at most the errors of the rounds in flight wait there; emptied
+//! batches come back for reuse, no more than are in circulation.
 
 use std::io;
 use std::sync::Arc;
