@@ -222,11 +222,25 @@ pub fn layout(packet: &[u8]) -> Result<Ipv6Layout, WireError> {
     layout_of(&Ipv6Packet::new_checked(packet)?)
 }
 
+/// [`layout`] for a packet that may be cut short, as in a capture taken
+/// with a snap length: only the version and the fixed header are required,
+/// and the walk stays within the bytes present and `40 + payload_len`,
+/// whichever ends first. An extension header that runs past them is
+/// [`WireError::Truncated`], never read beyond the slice.
+pub fn layout_lax(packet: &[u8]) -> Result<Ipv6Layout, WireError> {
+    check_ip(packet, HEADER_LEN, 6)?;
+    let p = Ipv6Packet::new_unchecked(packet);
+    walk(packet, p.total_len().min(packet.len()), p.next_header())
+}
+
 /// [`layout`] of a packet that passed [`Ipv6Packet::new_checked`].
 pub(crate) fn layout_of(p: &Ipv6Packet<&[u8]>) -> Result<Ipv6Layout, WireError> {
-    let end = p.total_len();
-    let pkt = p.packet();
-    let mut nh = p.next_header();
+    walk(p.packet(), p.total_len(), p.next_header())
+}
+
+/// The extension-header walk of [`layout`] over `pkt[..end]`, starting at
+/// the fixed header's Next Header value `nh`.
+fn walk(pkt: &[u8], end: usize, mut nh: u8) -> Result<Ipv6Layout, WireError> {
     let mut nh_field = 6usize;
     let mut off = HEADER_LEN;
     let mut out = Ipv6Layout {
@@ -304,6 +318,41 @@ mod tests {
         p.set_hop_limit(64);
         b[40..40 + ext.len()].copy_from_slice(ext);
         b
+    }
+
+    #[test]
+    fn lax_walk_of_a_snapped_packet() {
+        // Destination Options, then a Fragment header (offset 0, M = 1),
+        // then TCP; the payload length claims 100 more bytes than present.
+        let mut ext = [0u8; 16];
+        ext[0] = NEXT_HEADER_FRAGMENT;
+        ext[8] = 6;
+        ext[10..12].copy_from_slice(&1u16.to_be_bytes());
+        ext[12..16].copy_from_slice(&7u32.to_be_bytes());
+        let b = packet(NEXT_HEADER_DEST_OPTS, &ext, 20 + 100);
+        let snapped = &b[..76];
+        assert_eq!(layout(snapped), Err(WireError::Truncated));
+        let l = layout_lax(snapped).unwrap();
+        let (at, f) = l.fragment.unwrap();
+        assert_eq!((at, f.ident, f.more_frags, f.offset), (48, 7, true, 0));
+        assert_eq!(l.upper, Some((6, 56)));
+    }
+
+    #[test]
+    fn lax_walk_stops_inside_the_bytes_present() {
+        // A chain whose last header announces 2048 bytes but has 8: the lax
+        // walk reports Truncated instead of reading on (a crafted capture
+        // made etherparse 0.21's extension iterator read past its slice).
+        let mut ext = [0u8; 32];
+        for h in ext.chunks_mut(8).take(3) {
+            h[0] = NEXT_HEADER_DEST_OPTS;
+        }
+        ext[24] = NEXT_HEADER_DEST_OPTS;
+        ext[25] = 255;
+        let b = packet(NEXT_HEADER_DEST_OPTS, &ext, 0);
+        assert_eq!(layout_lax(&b[..72]), Err(WireError::Truncated));
+        assert_eq!(layout_lax(&b[..39]), Err(WireError::Truncated));
+        assert_eq!(layout_lax(&[0x40; 60]), Err(WireError::BadVersion));
     }
 
     #[test]

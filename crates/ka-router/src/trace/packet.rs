@@ -1,14 +1,17 @@
 //! One captured frame → the fields `ka-trace` reads: the link layer and
-//! the IP header and extensions with `etherparse` (which reads captures cut
-//! short by a snap length, too); the TCP header and every option with
+//! the IP header with `etherparse` (which reads captures cut short by a
+//! snap length, too); the IPv6 extension chain with `ka_codec::wire`'s
+//! bounded walk ([`ipv6::layout_lax`]: at most eight headers, never past
+//! the bytes captured); the TCP header and every option with
 //! `ka_codec::wire` (its TCP view and its one option walker), the KA, RCP
 //! and XCP options by their `ka_codec` ExIDs and types.
 
 use std::net::IpAddr;
 
-use etherparse::{EtherType, Ipv6ExtensionSlice, LaxIpPayloadSlice, LaxNetSlice, LaxSlicedPacket};
+use etherparse::{EtherType, LaxIpPayloadSlice, LaxNetSlice, LaxSlicedPacket};
 use ka_codec::options::{KA_EXID, RCP_EXID, XCP_EXID};
 use ka_codec::rcp_option::{self, RcpOption};
+use ka_codec::wire::ipv6;
 use ka_codec::wire::opts::{OptionIter, experiment};
 use ka_codec::wire::tcp::TcpPacket;
 
@@ -182,23 +185,24 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
         LaxNetSlice::Ipv6(v6) => {
             let h = v6.header();
             let total_len = 40 + usize::from(h.payload_length());
-            let frag = v6.extensions().clone().into_iter().find_map(|x| match x {
-                Ipv6ExtensionSlice::Fragment(f) => Some(f),
-                _ => None,
-            });
+            // The Fragment header from ka_codec's bounded walk over the
+            // captured bytes: etherparse 0.21's extension iterator reads past
+            // its slice when a lax parse stopped inside the chain (a crafted
+            // or snapped capture), so it is never used here.
+            let ip = ip_from(data, h.slice());
+            let frag = ip
+                .and_then(|ip| ipv6::layout_lax(ip).ok())
+                .and_then(|l| l.fragment);
             let (ident, frag_offset, leading_len, more_frags, after_frag) = match &frag {
-                Some(f) => {
-                    let off = usize::from(f.fragment_offset().byte_offset());
-                    // The Fragment header's offset from the IPv6 header.
-                    let at =
-                        (f.slice().as_ptr() as usize).saturating_sub(h.slice().as_ptr() as usize);
-                    let fragmenting = off != 0 || f.more_fragments();
-                    let after = total_len.saturating_sub(at + 8);
+                Some((at, f)) => {
+                    let off = f.offset;
+                    let fragmenting = off != 0 || f.more_frags;
+                    let after = total_len.saturating_sub(at + ipv6::FRAG_HEADER_LEN);
                     (
-                        f.identification(),
+                        f.ident,
                         fragmenting.then_some(off),
-                        (off == 0 && f.more_fragments()).then_some(after),
-                        f.more_fragments(),
+                        (off == 0 && f.more_frags).then_some(after),
+                        f.more_frags,
                         Some(after),
                     )
                 }
@@ -233,6 +237,14 @@ pub fn decode(linktype: u32, data: &[u8]) -> Option<PacketInfo> {
         }
         LaxNetSlice::Arp(_) => None,
     }
+}
+
+/// The captured bytes of the IP packet whose fixed header etherparse
+/// handed back as `header` (a subslice of `frame`): from that header to the
+/// frame's end.
+fn ip_from<'a>(frame: &'a [u8], header: &[u8]) -> Option<&'a [u8]> {
+    let start = (header.as_ptr() as usize).checked_sub(frame.as_ptr() as usize)?;
+    frame.get(start..)
 }
 
 /// The TCP header at the start of `p`; `segment_len` is the whole
@@ -453,6 +465,36 @@ pub(crate) mod tests {
             (6, 0x4B41_0005, Some(880))
         );
         assert_eq!(i.tcp.unwrap().sport, 4000);
+    }
+
+    #[test]
+    fn ipv6_chain_cut_inside_an_extension_header() {
+        // Three Destination Options headers, then one that announces 2048
+        // bytes but has 8: etherparse's lax parse stops there, and its
+        // extension iterator then read past the slice (valgrind: invalid
+        // reads; a segmentation fault on a crafted capture). The decoder
+        // must read only what is there.
+        let mut ext = [0u8; 32];
+        for h in ext.chunks_mut(8) {
+            h[0] = 60;
+        }
+        ext[25] = 255;
+        let mut p = vec![0u8; 40];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&32u16.to_be_bytes());
+        p[6] = 60;
+        p[7] = 64;
+        p.extend_from_slice(&ext);
+        let i = decode(LINKTYPE_RAW, &p).unwrap();
+        assert_eq!(i.version, 6);
+        assert_eq!((i.frag_offset, i.ident, i.tcp), (None, 0, None));
+        // A snapped leading fragment still shows its Fragment header.
+        let full = v6_leading_fragment(0x4B41_0006, &tcp_hdr(&[]));
+        let i = decode(LINKTYPE_RAW, &full[..68]).unwrap();
+        assert_eq!(
+            (i.ident, i.frag_offset, i.more_frags),
+            (0x4B41_0006, Some(0), true)
+        );
     }
 
     #[test]
