@@ -15,6 +15,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsFd;
+use std::path::Path;
 
 use tun_rs::{AsyncDevice, DeviceBuilder, SyncDevice};
 
@@ -65,6 +66,42 @@ impl Default for TunOptions {
     }
 }
 
+/// The smallest MTU [`open_tun`] accepts: 576 bytes, the datagram size
+/// every IPv4 host must be able to receive (RFC 791). IPv6 needs 1280
+/// (RFC 8200 §5); callers that know the family check that.
+pub const MIN_MTU: u16 = 576;
+
+/// Longest interface name Linux accepts (`IFNAMSIZ` − 1).
+pub const MAX_NAME_LEN: usize = 15;
+
+/// Checks a device name as the kernel would (`dev_valid_name`): 1 to
+/// [`MAX_NAME_LEN`] bytes, not `.` or `..`, no `/`, `:` or whitespace.
+pub fn check_name(name: &str) -> io::Result<()> {
+    let why = if name.is_empty() {
+        Some("is empty")
+    } else if name.len() > MAX_NAME_LEN {
+        Some("is longer than 15 bytes")
+    } else if name == "." || name == ".." {
+        Some("is not a name")
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace())
+    {
+        Some("contains '/', ':' or whitespace")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "device name {name:?} {why} (Linux interface names: 1-15 bytes, no '/', ':' or spaces)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Attach to (or create) the layer-3 TUN device `name` with `IFF_NO_PI`, set
 /// its MTU and bring it up (see [`TunOptions`]).
 ///
@@ -78,6 +115,23 @@ impl Default for TunOptions {
 /// device owned by an unprivileged user — a warning says so and the device
 /// keeps its queue.
 pub fn open_tun(name: &str, options: &TunOptions) -> io::Result<SyncDevice> {
+    check_name(name)?;
+    if options.mtu < MIN_MTU {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "TUN device {name}: MTU {} is below {MIN_MTU}, the smallest datagram every IPv4 host must accept (RFC 791)",
+                options.mtu
+            ),
+        ));
+    }
+    let sys = Path::new("/sys/class/net").join(name);
+    if sys.exists() && !sys.join("tun_flags").exists() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name} exists in this network namespace and is not a TUN device"),
+        ));
+    }
     let dev = DeviceBuilder::new()
         .name(name)
         .mtu(options.mtu)
@@ -184,4 +238,41 @@ pub fn split_tun(device: SyncDevice) -> io::Result<TunHandles> {
 /// Open (see [`open_tun`]) and split (see [`split_tun`]) in one call.
 pub fn open_tun_split(name: &str, options: &TunOptions) -> io::Result<TunHandles> {
     split_tun(open_tun(name, options)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_names_checked_as_the_kernel_does() {
+        for ok in ["ka0", "a", "tun-with-15byte"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "a:b", "a b", "sixteen-bytes-xx"] {
+            let e = check_name(bad).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+
+    #[test]
+    fn refuses_a_device_that_is_not_a_tun_and_a_tiny_mtu() {
+        // `lo` exists in every network namespace; the check runs before
+        // anything is opened, so no privilege is needed to see it refused.
+        let refused = |name: &str, o: &TunOptions| match open_tun(name, o) {
+            Ok(_) => panic!("{name:?} opened"),
+            Err(e) => e,
+        };
+        let e = refused("lo", &TunOptions::default());
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("not a TUN device"), "{e}");
+        let tiny = TunOptions {
+            mtu: 0,
+            ..TunOptions::default()
+        };
+        let e = refused("ka-none0", &tiny);
+        assert!(e.to_string().contains("MTU 0 is below 576"), "{e}");
+        let e = refused("", &TunOptions::default());
+        assert!(e.to_string().contains("is empty"), "{e}");
+    }
 }

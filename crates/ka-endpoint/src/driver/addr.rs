@@ -12,7 +12,7 @@ use std::str::FromStr;
 pub struct Cidr {
     /// The address (the userspace stack's own address).
     pub addr: IpAddr,
-    /// Prefix length (0–32 for IPv4, 0–128 for IPv6).
+    /// Prefix length (8–32 for IPv4, 16–128 for IPv6 when parsed).
     pub prefix_len: u8,
 }
 
@@ -28,7 +28,24 @@ pub enum CidrError {
     /// The prefix length is not a number or too large for the family.
     #[error("invalid prefix length {0:?}")]
     PrefixLen(String),
+    /// The prefix is wider than [`MIN_PREFIX_V4`] / [`MIN_PREFIX_V6`]: the
+    /// kernel would route that much of the address space into the device.
+    #[error(
+        "prefix /{len} is too wide: the kernel would route all of it into the device; use /{min} or longer"
+    )]
+    TooWide {
+        /// The prefix length given.
+        len: u8,
+        /// The shortest prefix accepted for the family.
+        min: u8,
+    },
 }
+
+/// The shortest IPv4 prefix a [`Cidr`] accepts (a /8 is already 16 M
+/// addresses routed into the device; a /0 would take the default route).
+pub const MIN_PREFIX_V4: u8 = 8;
+/// The shortest IPv6 prefix a [`Cidr`] accepts.
+pub const MIN_PREFIX_V6: u8 = 16;
 
 impl FromStr for Cidr {
     type Err = CidrError;
@@ -40,6 +57,17 @@ impl FromStr for Cidr {
         let max = if addr.is_ipv4() { 32 } else { 128 };
         if prefix_len > max {
             return Err(CidrError::PrefixLen(p.to_owned()));
+        }
+        let min = if addr.is_ipv4() {
+            MIN_PREFIX_V4
+        } else {
+            MIN_PREFIX_V6
+        };
+        if prefix_len < min {
+            return Err(CidrError::TooWide {
+                len: prefix_len,
+                min,
+            });
         }
         Ok(Cidr { addr, prefix_len })
     }
@@ -153,6 +181,16 @@ mod tests {
         assert!(matches!("x/3".parse::<Cidr>(), Err(CidrError::Address(_))));
         assert!("fd00::1/129".parse::<Cidr>().is_err());
         assert!("fd00::1/64".parse::<Cidr>().is_ok());
+        // A /0 would install a default route into the device.
+        assert_eq!(
+            "10.9.0.1/0".parse::<Cidr>(),
+            Err(CidrError::TooWide { len: 0, min: 8 })
+        );
+        assert!("10.9.0.1/8".parse::<Cidr>().is_ok());
+        assert_eq!(
+            "fd00::1/15".parse::<Cidr>(),
+            Err(CidrError::TooWide { len: 15, min: 16 })
+        );
     }
 
     #[test]
@@ -163,7 +201,11 @@ mod tests {
         assert_eq!(k("10.0.0.5/30"), Some(IpAddr::from([10, 0, 0, 6])));
         assert_eq!(k("10.0.0.6/30"), Some(IpAddr::from([10, 0, 0, 5])));
         assert_eq!(k("10.0.0.1/31"), None);
-        assert_eq!(k("10.0.0.1/0"), Some(IpAddr::from([255, 255, 255, 254])));
+        let wide = Cidr {
+            addr: IpAddr::from([10, 0, 0, 1]),
+            prefix_len: 0,
+        };
+        assert_eq!(wide.kernel_side(), Some(IpAddr::from([255, 255, 255, 254])));
         assert_eq!(
             k("fd00::1/64"),
             Some("fd00::ffff:ffff:ffff:ffff".parse().unwrap())
@@ -177,7 +219,10 @@ mod tests {
         assert!(c.contains(IpAddr::from([10, 1, 200, 1])));
         assert!(!c.contains(IpAddr::from([10, 2, 0, 1])));
         assert!(!c.contains("fd00::1".parse().unwrap()));
-        let all: Cidr = "0.0.0.0/0".parse().unwrap();
+        let all = Cidr {
+            addr: IpAddr::from([0, 0, 0, 0]),
+            prefix_len: 0,
+        };
         assert!(all.contains(IpAddr::from([1, 2, 3, 4])));
     }
 }

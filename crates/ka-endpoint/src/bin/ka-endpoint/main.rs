@@ -49,13 +49,20 @@ fn log_driver_stats(stack: &KaStack) {
 }
 
 fn open(common: &Common) -> anyhow::Result<KaStack> {
+    anyhow::ensure!(
+        common.addr.addr.is_ipv4() || common.mtu >= 1280,
+        "--mtu {} is below 1280, the IPv6 minimum link MTU (RFC 8200 §5)",
+        common.mtu
+    );
     let kernel = common.kernel_side()?;
     let stack = KaStack::open_with(&common.tun, common.addr, kernel, common.driver_config())
-        .with_context(|| {
-            format!(
-                "opening TUN device {} (needs root / CAP_NET_ADMIN)",
-                common.tun
-            )
+        .map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                " (needs root / CAP_NET_ADMIN)"
+            } else {
+                ""
+            };
+            anyhow::Error::new(e).context(format!("opening TUN device {}{hint}", common.tun))
         })?;
     tracing::info!(
         dev = %common.tun,
@@ -163,6 +170,14 @@ async fn serve(
 }
 
 async fn send(a: SendArgs) -> anyhow::Result<()> {
+    // A file that cannot be read fails before the device is touched or a
+    // connection opened.
+    let file = match &a.file {
+        Some(path) => {
+            Some(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?)
+        }
+        None => None,
+    };
     let stack = open(&a.common)?;
     let signal = shutdown_signal();
     tokio::pin!(signal);
@@ -176,7 +191,7 @@ async fn send(a: SendArgs) -> anyhow::Result<()> {
             .with_context(|| format!("connecting to {}", a.to))?;
         tracing::info!(local = %stream.local_addr(), peer = %a.to, ka = stream.ka_enabled(), xcp = stream.xcp_enabled(), "connected");
         let work = async {
-            write_payload(&mut stream, &a).await?;
+            write_payload(&mut stream, &a, file).await?;
             // FIN; completes once everything is acknowledged
             stream.shutdown().await.context("closing the connection")?;
             anyhow::Ok(())
@@ -215,11 +230,13 @@ async fn send(a: SendArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn write_payload(stream: &mut KaStream, a: &SendArgs) -> anyhow::Result<()> {
+async fn write_payload(
+    stream: &mut KaStream,
+    a: &SendArgs,
+    file: Option<std::fs::File>,
+) -> anyhow::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
-    if let Some(path) = &a.file {
-        let mut f =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    if let (Some(mut f), Some(path)) = (file, &a.file) {
         loop {
             let n = f
                 .read(&mut buf)
