@@ -79,11 +79,22 @@ struct RunArgs {
 }
 
 impl RunArgs {
+    /// The output directory, created now so that a path that cannot hold
+    /// results fails before the simulation runs.
     fn out(&self) -> Result<PathBuf> {
-        self.out
+        let out = self
+            .out
             .clone()
-            .context("--out DIR is required (where the results go)")
+            .context("--out DIR is required (where the results go)")?;
+        out_dir(&out)?;
+        Ok(out)
     }
+}
+
+/// Creates `dir` (and its parents) or says which path is in the way.
+fn out_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the output directory {}", dir.display()))
 }
 
 fn read(file: &Path) -> Result<String> {
@@ -115,6 +126,7 @@ fn main() -> Result<()> {
             );
         }
         Cmd::Run { file, run } => {
+            let out = run.out()?;
             let s = paper::scenario(&read(&file)?, run.seed, run.duration)?;
             let label = if s.variant.is_empty() {
                 s.name.clone()
@@ -123,7 +135,7 @@ fn main() -> Result<()> {
             };
             let mut progress = run::Progress::new(&label);
             let r = run::run_scenario(&s, Some(&mut progress))?;
-            let sum = report::write_all(&run.out()?, &r, serde_json::Value::Null)?;
+            let sum = report::write_all(&out, &r, serde_json::Value::Null)?;
             eprintln!("{}", report::one_line(&sum));
         }
         Cmd::Sweep {
@@ -137,6 +149,7 @@ fn main() -> Result<()> {
                 bail!("empty sweep");
             }
             let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
+            out_dir(&out)?;
             let lines = sweep::run(&grid, &out, jobs, shard)?;
             for l in lines {
                 eprintln!("{l}");

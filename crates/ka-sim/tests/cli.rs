@@ -107,3 +107,26 @@ fn sweep_shards_cover_the_grid_once() {
     assert_ne!(f0, f1);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_output_path_in_the_way_is_named_before_anything_runs() {
+    let d = tmp("outfile");
+    let file = write(&d, "tiny.toml", &tiny());
+    let blocker = write(&d, "not-a-dir", "");
+    for cmd in ["run", "sweep"] {
+        let args: Vec<&str> = if cmd == "run" {
+            vec!["run", &file, "--out", &blocker]
+        } else {
+            vec!["sweep", &file, "--out", &blocker]
+        };
+        let o = ka_sim(&args);
+        assert!(!o.status.success(), "{cmd}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("creating the output directory {blocker}")),
+            "{cmd}: {err}"
+        );
+        // Nothing was simulated: no progress line.
+        assert!(!err.contains("sim "), "{cmd} ran first: {err}");
+    }
+}

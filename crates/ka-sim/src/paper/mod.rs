@@ -167,7 +167,7 @@ pub fn run_figure(
     duration: Option<f64>,
     progress: bool,
 ) -> anyhow::Result<Vec<String>> {
-    std::fs::create_dir_all(out)?;
+    std::fs::create_dir_all(out).map_err(|e| crate::results::output::with_path(out, e))?;
     let mut lines = Vec::new();
     let mut results: Vec<(&str, RunResult)> = Vec::new();
     let mut errors = Vec::new();

@@ -317,12 +317,23 @@ pub fn series_csv(r: &RunResult) -> String {
 /// Writes `flows.csv`, `series.csv`, `summary.json` and `scenario.toml`
 /// into `dir` (created if needed). Returns the summary.
 pub fn write_run(dir: &Path, r: &RunResult, headline: serde_json::Value) -> io::Result<Summary> {
-    fs::create_dir_all(dir)?;
-    fs::write(dir.join("flows.csv"), flows_csv(r))?;
-    fs::write(dir.join("series.csv"), series_csv(r))?;
+    fs::create_dir_all(dir).map_err(|e| with_path(dir, e))?;
+    write_file(&dir.join("flows.csv"), flows_csv(r))?;
+    write_file(&dir.join("series.csv"), series_csv(r))?;
     let sum = summary(r, headline);
     let json = serde_json::to_string_pretty(&sum).map_err(io::Error::other)?;
-    fs::write(dir.join("summary.json"), json + "\n")?;
-    fs::write(dir.join("scenario.toml"), r.scenario.to_toml())?;
+    write_file(&dir.join("summary.json"), json + "\n")?;
+    write_file(&dir.join("scenario.toml"), r.scenario.to_toml())?;
     Ok(sum)
+}
+
+/// `fs::write`, with the path in the error ("File exists (os error 17)"
+/// alone does not say which).
+pub fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
+    fs::write(path, contents).map_err(|e| with_path(path, e))
+}
+
+/// `e` with `path` in front of its message, same kind.
+pub fn with_path(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
