@@ -88,6 +88,7 @@ where
     H: Host,
     F: FnMut(&HostSpec) -> Result<H, ScenarioError>,
 {
+    crate::scenario::limits::check_memory(scenario, crate::scenario::limits::available_memory())?;
     let wall_start = Instant::now();
     let clock = Clock::new(wall_start);
     let mut net: Network<H> = net::build(scenario, clock, make_host)?;

@@ -39,6 +39,7 @@
 pub mod dcc;
 mod group;
 mod knobs;
+pub mod limits;
 #[cfg(test)]
 mod tests;
 mod topology;
@@ -120,6 +121,20 @@ pub enum ScenarioError {
     /// A value is out of range.
     #[error("scenario: {0}")]
     Invalid(String),
+    /// The run would need more memory than the machine has available
+    /// ([`limits::check_memory`]).
+    #[error(
+        "scenario: {hosts} hosts need about {estimate_mib} MiB, more than the {available_mib} MiB available (estimate: {} KiB per host; see ka_sim::scenario::limits)",
+        limits::HOST_BYTES / 1024
+    )]
+    Memory {
+        /// Sender hosts over all groups.
+        hosts: usize,
+        /// [`Scenario::estimated_bytes`], MiB.
+        estimate_mib: u64,
+        /// `MemAvailable`, MiB.
+        available_mib: u64,
+    },
 }
 
 impl Scenario {
@@ -150,6 +165,7 @@ impl Scenario {
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
             return bad("duration_s must be > 0".into());
         }
+        self.check_limits()?;
         if !(self.bin_s.is_finite() && self.bin_s > 0.0) {
             return bad("bin_s must be > 0".into());
         }
@@ -181,6 +197,19 @@ impl Scenario {
             .is_some_and(|v| !(v.is_finite() && v > 0.0))
         {
             return bad("tcp: initial_rto_ms must be > 0".into());
+        }
+        // Round-trip times that the hop delays are derived from (and
+        // clamped at 0 there): checked here so NaN or a negative value is an
+        // error, not a 0 ms path.
+        let (rtt, extra) = match &self.topology {
+            Topology::Dumbbell(d) => (Some(d.rtt_ms), 0.0),
+            Topology::KaLegacy(k) => (Some(k.rtt_ms), k.ka_delay_ms),
+            Topology::ParkingLot(p) => (Some(p.rtt_ms), 0.0),
+            Topology::Line(_) | Topology::Dcc(_) => (None, 0.0),
+        };
+        if rtt.is_some_and(|v| !(v.is_finite() && v >= 0.0)) || !(extra.is_finite() && extra >= 0.0)
+        {
+            return bad("topology: rtt_ms and ka_delay_ms must be finite and >= 0".into());
         }
         let hops = self.topology.hops();
         if hops.is_empty() {
@@ -226,10 +255,18 @@ impl Scenario {
             if g.initial_window == Some(0) {
                 return bad(format!("group {}: initial_window must be >= 1", g.name));
             }
-            if let Some(RttSpec::Range([lo, hi])) = g.rtt_ms
-                && !(lo.is_finite() && hi.is_finite() && lo <= hi)
-            {
-                return bad(format!("group {}: bad rtt range", g.name));
+            let rtt_ok = match g.rtt_ms {
+                None => true,
+                Some(RttSpec::Fixed(v)) => v.is_finite() && v >= 0.0,
+                Some(RttSpec::Range([lo, hi])) => {
+                    lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi
+                }
+            };
+            if !rtt_ok {
+                return bad(format!(
+                    "group {}: rtt_ms must be finite and >= 0 (a range: lo <= hi)",
+                    g.name
+                ));
             }
             group::check_udp(g).map_err(ScenarioError::Invalid)?;
             let sizes = match &g.workload {

@@ -57,6 +57,22 @@ fn rejects_unknown_fields_and_bad_values() {
         Scenario::from_toml(&bad),
         Err(ScenarioError::Invalid(_))
     ));
+    // Numbers that used to run as something else: a NaN or negative RTT
+    // as 0 ms, a huge duration clamped, a huge count allocated until the
+    // process died.
+    for (from, to) in [
+        ("rtt_ms = 100.0", "rtt_ms = nan"),
+        ("rtt_ms = 100.0", "rtt_ms = -5.0"),
+        ("count = 32", "count = 32\nrtt_ms = [-5.0, 10.0]"),
+        ("count = 32", "count = 32\nrtt_ms = nan"),
+        ("duration_s = 60.0", "duration_s = 1e15"),
+        ("count = 32", "count = 1000000000"),
+    ] {
+        assert!(FIG3.contains(from), "{from}");
+        let bad = FIG3.replace(from, to);
+        let e = Scenario::from_toml(&bad).unwrap_err();
+        assert!(matches!(e, ScenarioError::Invalid(_)), "{to}: {e}");
+    }
     let bad = FIG3.replace("mean_pkts = 100", "mean_pkts = 5000");
     assert!(Scenario::from_toml(&bad).is_err());
     let bad = FIG3.replace("count = 32", "count = 32\nfrom = 1");
@@ -273,4 +289,28 @@ fn stamp_every_reads_writes_and_keeps_old_scenarios_unchanged() {
     );
     let rtt = Scenario::from_toml(include_str!("../../scenarios/fig2-ka-rtt.toml")).unwrap();
     assert_eq!(rtt.router.stamp_every, StampEvery::Rtt);
+}
+
+#[test]
+fn memory_estimate_refuses_what_the_machine_cannot_hold() {
+    use super::limits::{BASE_BYTES, HOST_BYTES, check_memory};
+    let big = FIG3.replace("count = 32", "count = 100000");
+    let s = Scenario::from_toml(&big).unwrap();
+    assert_eq!(s.hosts(), 100_000);
+    assert_eq!(s.estimated_bytes(), 100_000 * HOST_BYTES + BASE_BYTES);
+    let e = check_memory(&s, Some(8 << 30)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ScenarioError::Memory {
+                hosts: 100_000,
+                available_mib: 8192,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("MiB"), "{e}");
+    assert!(check_memory(&s, Some(64 << 30)).is_ok());
+    assert!(check_memory(&s, None).is_ok());
 }
