@@ -56,6 +56,10 @@ pub enum DropReason {
     /// Empty, oversized, or an IP header that is truncated, inconsistent or
     /// fails its checksum.
     Malformed,
+    /// Not IP (the version nibble is neither 4 nor 6): nothing past an IP
+    /// router can take it (a TUN device refuses the write with `EINVAL`),
+    /// so it must not take the link's capacity.
+    NotIp,
 }
 
 /// One direction of a KA router (DESIGN §3.1): classify → queue
@@ -235,6 +239,7 @@ impl Port {
         };
         if kind == Kind::NonIp {
             self.counters.non_ip += 1;
+            return PushOutcome::Dropped(DropReason::NotIp);
         }
         let seg = layout.map(|l| Segment::with_layout(&packet, l));
         self.signal

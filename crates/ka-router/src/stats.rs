@@ -31,7 +31,8 @@ pub struct Counters {
     /// Packets dropped as malformed: empty, over the size cap, or an IP
     /// header that is truncated, inconsistent or (IPv4) fails its checksum.
     pub drops_malformed: u64,
-    /// Packets whose version nibble is neither 4 nor 6 (forwarded untouched).
+    /// Packets whose version nibble is neither 4 nor 6, dropped on arrival
+    /// ([`DropReason::NotIp`](crate::DropReason::NotIp)).
     pub non_ip: u64,
     /// Packets split into two fragments by KA stamping.
     pub fragments_made: u64,

@@ -243,7 +243,9 @@ proptest! {
                     dropped += 1;
                     refused += 1;
                 }
-                PushOutcome::Dropped(DropReason::Malformed | DropReason::TtlExpired) => dropped += 1,
+                PushOutcome::Dropped(
+                    DropReason::Malformed | DropReason::TtlExpired | DropReason::NotIp,
+                ) => dropped += 1,
             }
             while let Some(p) = port.poll_transmit(t) {
                 out += 1;
@@ -267,7 +269,7 @@ proptest! {
         prop_assert_eq!(s.queue_packets, 0);
         prop_assert_eq!(s.in_flight, 0);
         prop_assert_eq!(c.packets_in, queued + dropped);
-        prop_assert_eq!(c.drops_malformed + c.drops_ttl + refused, dropped);
+        prop_assert_eq!(c.drops_malformed + c.drops_ttl + c.non_ip + refused, dropped);
         prop_assert!(c.drops_queue + c.drops_aqm >= refused);
         let dropped_later = c.drops_queue + c.drops_aqm - refused;
         prop_assert_eq!(c.packets_out, out);

@@ -114,11 +114,11 @@ fn ttl_expiry_and_no_decrement() {
 }
 
 #[test]
-fn non_ip_forwarded_untouched_malformed_dropped() {
+fn non_ip_and_malformed_dropped_on_arrival() {
     let t0 = Instant::now();
     let mut port = Port::with_controller(PortConfig::new(1_000_000), fixed(100.0), t0);
     let junk = vec![0x25u8; 1500]; // version nibble 2
-    assert_eq!(port.push(t0, junk.clone()), PushOutcome::Queued);
+    assert_eq!(port.push(t0, junk), PushOutcome::Dropped(DropReason::NotIp));
     for bad in [vec![], vec![0x45; 19], vec![0x60; 39], {
         let mut p = common::ipv4_simple(1500, 1);
         p[10] ^= 0xFF; // checksum
@@ -134,12 +134,11 @@ fn non_ip_forwarded_untouched_malformed_dropped() {
     padded.extend_from_slice(&[0xEE; 6]);
     assert_eq!(port.push(t0, padded), PushOutcome::Queued);
     let out = drain(&mut port);
-    assert_eq!(out[0], junk);
     // 100 bytes (80 payload) cannot carry L = 264 and are too small to
-    // saturate: forwarded whole, padding gone, TTL 63.
-    assert_eq!(out.len(), 2);
-    assert_eq!(out[1].len(), 100);
-    assert_eq!(out[1][8], 63);
+    // saturate: forwarded whole, padding gone, TTL 63. Nothing else left.
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].len(), 100);
+    assert_eq!(out[0][8], 63);
     let c = port.snapshot().counters;
     assert_eq!((c.non_ip, c.drops_malformed, c.packets_in), (1, 4, 6));
 }

@@ -139,6 +139,10 @@ pub struct RunSummary {
     pub stamp_log_dropped: u64,
     /// Receive-window modulation's final counters (`None` without it).
     pub rwm: Option<crate::rwm::RwmStats>,
+    /// Failures of the capture or stamp-log file (e.g. the disk filled
+    /// up), each naming its file. The router forwarded on regardless; the
+    /// binary prints its counters, then exits with these as the error.
+    pub recorder_errors: Vec<String>,
 }
 
 /// Code the forwarding thread runs first, e.g. to raise its scheduling priority
@@ -311,14 +315,28 @@ where
         .await
         .map_err(io::Error::other)?;
     let fwd = joined.map_err(|_| io::Error::other("forwarding thread panicked"))?;
-    let pcap_dropped = match pcap {
-        Some(p) => p.finish()?,
+    // A recorder's failure is reported with the counters, not instead of
+    // them: the forwarding went on and the operator wants both.
+    let mut recorder_errors = Vec::new();
+    let mut finished = |r: Option<io::Result<u64>>, what: &str, path: Option<&PathBuf>| match r {
+        Some(Ok(n)) => n,
+        Some(Err(e)) => {
+            let path = path.map_or_else(String::new, |p| format!(" {}", p.display()));
+            recorder_errors.push(format!("{what}{path}: {e}"));
+            0
+        }
         None => 0,
     };
-    let stamp_log_dropped = match stamp_log {
-        Some(l) => l.finish()?,
-        None => 0,
-    };
+    let pcap_dropped = finished(
+        pcap.map(PcapRecorder::finish),
+        "pcap file",
+        cfg.pcap.as_ref(),
+    );
+    let stamp_log_dropped = finished(
+        stamp_log.map(StampLog::finish),
+        "stamp log",
+        cfg.stamp_log.as_ref(),
+    );
     let summary = |d: Direction| DirectionSummary {
         io: stats.io(d).load(),
         core: fwd.stats(d),
@@ -330,6 +348,7 @@ where
         pcap_dropped,
         stamp_log_dropped,
         rwm: fwd.rwm_stats(),
+        recorder_errors,
     })
 }
 
@@ -755,6 +774,44 @@ mod tests {
             let spread = *stamps.last().unwrap() - stamps[0];
             assert!(spread < Duration::from_micros(500), "{spread:?}");
         }
+    }
+
+    #[test]
+    fn a_failing_capture_file_is_named_and_the_counters_still_come_back() {
+        // /dev/full accepts the open and fails every write with ENOSPC,
+        // as a filled disk does.
+        let (_dir, writers) = pipe_writers();
+        let (tx, rx) = sync_channel(64);
+        tx.send((Direction::Forward, vec![0x45; 20])).unwrap();
+        let mut cfg = ShellConfig::new("a", "b");
+        cfg.pcap = Some(std::path::PathBuf::from("/dev/full"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let io = Pair {
+            input: ChannelInput::new(rx),
+            output: writers,
+        };
+        let summary = rt
+            .block_on(serve(
+                cfg,
+                io,
+                [None, None],
+                |_| PassThrough::new(),
+                std::future::ready(()),
+            ))
+            .expect("the run itself succeeds");
+        drop(tx);
+        assert_eq!(
+            summary.recorder_errors.len(),
+            1,
+            "{:?}",
+            summary.recorder_errors
+        );
+        let e = &summary.recorder_errors[0];
+        assert!(e.starts_with("pcap file /dev/full: "), "{e}");
+        assert!(e.contains("No space left on device"), "{e}");
     }
 
     #[test]

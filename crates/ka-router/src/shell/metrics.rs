@@ -230,7 +230,7 @@ impl Collector for RouterCollector {
         counter(
             &mut enc,
             "ka_router_non_ip",
-            "Packets that were neither IPv4 nor IPv6",
+            "Packets that were neither IPv4 nor IPv6, dropped on arrival",
             &c(&|c, _| c.non_ip),
         )?;
         counter(

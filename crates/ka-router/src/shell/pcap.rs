@@ -135,7 +135,7 @@ fn record_loop(mut sink: PcapSink, rx: &Receiver<(Duration, Vec<u8>)>) -> io::Re
             continue;
         }
         if let Err(e) = sink.write_at(ts, &packet) {
-            tracing::error!("pcap write failed, capture stopped: {e}");
+            tracing::error!("pcap write failed, capture stopped (forwarding goes on): {e}");
             result = Err(e);
         }
     }

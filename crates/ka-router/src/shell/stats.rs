@@ -69,7 +69,7 @@ pub struct CoreStats {
     pub drops_ttl: u64,
     /// Packets dropped as malformed.
     pub drops_malformed: u64,
-    /// Packets that were not IPv4/IPv6 (counted, handled per the core's rule).
+    /// Packets that were not IPv4/IPv6, dropped on arrival.
     pub non_ip: u64,
     /// Packets the core split into a leading fragment and the rest.
     pub fragments: u64,
@@ -357,7 +357,7 @@ impl std::fmt::Display for DirectionSummary {
         write!(
             f,
             "in {} pkt / {} B in {} reads, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
-             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP {}, non-IP frames bridged {}, \
+             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP dropped {}, non-IP frames bridged {}, \
              indicators {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,

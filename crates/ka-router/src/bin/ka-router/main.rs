@@ -97,6 +97,9 @@ fn main() -> anyhow::Result<()> {
             summary.pcap_dropped
         );
     }
+    if !summary.recorder_errors.is_empty() {
+        anyhow::bail!("{}", summary.recorder_errors.join("; "));
+    }
     Ok(())
 }
 
