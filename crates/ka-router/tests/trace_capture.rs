@@ -395,3 +395,45 @@ proptest! {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn timestamps_that_run_backwards_never_make_a_flow_end_before_it_starts() {
+    let dir = scratch("backwards");
+    // The FIN (last record) stamped before the SYN, and a data packet
+    // stamped before the capture's first record: a clock stepped back.
+    let ms = Duration::from_millis;
+    let mut shifted = ka_flow();
+    let n = shifted.len();
+    shifted[n - 1].0 = ms(2);
+    shifted[0].0 = ms(5);
+    // The capture starts with a copy of the handshake's ACK at 0 ms, so the
+    // SYN (5 ms) and the FIN (2 ms) keep their own times.
+    let first = (ms(0), shifted[2].1.clone());
+    shifted.insert(0, first);
+    let bytes = pcap_bytes(&shifted, &dir);
+    let r = analyse(&bytes, &dir.join("out"), &Options::default()).unwrap();
+    assert_eq!(r.totals.records as usize, n + 1);
+    // ka_flow() itself lists each echo before the next data segment that
+    // precedes it in time; count those too.
+    let unsorted = shifted
+        .windows(2)
+        .scan(Duration::ZERO, |latest, w| {
+            *latest = (*latest).max(w[0].0);
+            Some(w[1].0 < *latest)
+        })
+        .filter(|b| *b)
+        .count();
+    assert!(unsorted >= 2);
+    assert_eq!(r.totals.time_backwards as usize, unsorted);
+    let flows = lines(&dir.join("out").join("flows.csv"));
+    let head: Vec<&str> = flows[0].split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for row in &flows[1..] {
+        let v: Vec<&str> = row.split(',').collect();
+        let start: f64 = v[col("start_s")].parse().unwrap();
+        let end: f64 = v[col("end_s")].parse().unwrap();
+        assert!(start <= end, "{row}");
+        assert!(start > 0.004, "the SYN's own time: {row}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

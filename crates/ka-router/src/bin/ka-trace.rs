@@ -82,6 +82,12 @@ fn main() -> ExitCode {
                 );
             }
             let t = &r.totals;
+            if t.time_backwards > 0 {
+                eprintln!(
+                    "ka-trace: warning: {} records were stamped earlier than a record before them (clock stepped back, or unsorted captures?)",
+                    t.time_backwards
+                );
+            }
             println!(
                 "{} records, {} IP, {} in {} TCP flows{}{}",
                 t.records,

@@ -295,6 +295,11 @@ pub struct Totals {
     pub orphan_fragments: u64,
     /// Records of a link type `ka-trace` cannot read.
     pub unsupported_linktype: u64,
+    /// Records stamped earlier than a record before them (a clock stepped
+    /// back during the capture, or captures concatenated unsorted). A
+    /// flow's first and last times are its earliest and latest, and its end
+    /// is never before its start.
+    pub time_backwards: u64,
 }
 
 /// The analysis state.
@@ -308,6 +313,8 @@ pub struct Analysis<W: Write> {
     /// fragment, by (source, destination, identification).
     frag_owner: HashMap<FragKey, (usize, Side, u32, usize)>,
     bins: usize,
+    /// The latest record time so far, s since the first record.
+    t_latest: f64,
     /// Counts over the capture.
     pub totals: Totals,
     events: W,
@@ -331,6 +338,7 @@ impl<W: Write> Analysis<W> {
             flows: Vec::new(),
             frag_owner: HashMap::new(),
             bins: 0,
+            t_latest: 0.0,
             totals: Totals::default(),
             events,
         })
@@ -353,13 +361,19 @@ impl<W: Write> Analysis<W> {
     }
 
     /// One record: a packet captured at `ts` (since the epoch), decoded
-    /// as `p` (`None`: not IP). Times before the first record count as 0.
+    /// as `p` (`None`: not IP). Times before the first record count as 0;
+    /// records stamped before an earlier one are counted
+    /// ([`Totals::time_backwards`]) and analysed at their own time.
     pub fn packet(&mut self, ts: std::time::Duration, p: Option<&PacketInfo>) -> io::Result<()> {
         self.totals.records += 1;
         let t0 = *self.t0.get_or_insert(ts);
         // Relative to the first record in integer nanoseconds first, so the
         // f64 keeps nanosecond precision.
         let t = ts.saturating_sub(t0).as_secs_f64();
+        if ts < t0 || t < self.t_latest {
+            self.totals.time_backwards += 1;
+        }
+        self.t_latest = self.t_latest.max(t);
         let Some(p) = p else {
             return Ok(());
         };
@@ -435,6 +449,7 @@ impl<W: Write> Analysis<W> {
         };
         let mut scratch = Bin::default();
         let Flow {
+            first,
             last,
             syn: f_syn,
             synack,
@@ -452,7 +467,8 @@ impl<W: Write> Analysis<W> {
         } else {
             &mut scratch
         };
-        *last = t;
+        *first = first.min(t);
+        *last = last.max(t);
         let mut ev = Vec::new();
         let mut event = |kind: &str, ident: &str, len: &str, count: &str, value: &str| {
             // Writing to a Vec cannot fail.

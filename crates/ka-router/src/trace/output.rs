@@ -65,7 +65,9 @@ pub fn flows_csv(flows: &[Flow]) -> String {
     for f in flows {
         let snd = f.sender();
         let start = f.syn[snd].unwrap_or(f.first);
-        let end = f.dir[snd].fin.unwrap_or(f.last);
+        // A capture whose clock stepped back can stamp the FIN before the
+        // SYN: the flow then ends where it starts.
+        let end = f.dir[snd].fin.unwrap_or(f.last).max(start);
         let _ = writeln!(
             s,
             "{},{},{},{},{},{},{},,{}",
@@ -75,7 +77,7 @@ pub fn flows_csv(flows: &[Flow]) -> String {
             size_bytes(f).map(|b| b.to_string()).unwrap_or_default(),
             fmt_secs(start),
             fmt_secs(end),
-            fmt_secs((end - start).max(0.0)),
+            fmt_secs(end - start),
             fmt_val(ka_time_frac(f)),
         );
     }
