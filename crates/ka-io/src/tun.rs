@@ -132,6 +132,104 @@ pub fn open_tun(name: &str, options: &TunOptions) -> io::Result<SyncDevice> {
             format!("{name} exists in this network namespace and is not a TUN device"),
         ));
     }
+    build(name, options)
+}
+
+/// [`open_tun`] inside the network namespace `netns` (a name under
+/// `/run/netns`, as `ip netns add` makes, or a path such as
+/// `/proc/PID/ns/net`): a device that was moved into another namespace
+/// after it was made — the testbed's wiring — can be attached to again,
+/// e.g. by a restarted router. The device is opened on a short-lived
+/// thread that enters the namespace (`setns(2)`); the descriptor it
+/// returns keeps working from any namespace. Needs `CAP_SYS_ADMIN`.
+pub fn open_tun_in(name: &str, netns: &str, options: &TunOptions) -> io::Result<SyncDevice> {
+    check_name(name)?;
+    let path = netns_path(netns);
+    let ns = File::open(&path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("network namespace {netns} ({}): {e}", path.display()),
+        )
+    })?;
+    let (name, options) = (name.to_owned(), options.clone());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            rustix::thread::move_into_link_name_space(
+                ns.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )
+            .map_err(|e| io::Error::other(format!("entering network namespace {netns}: {e}")))?;
+            if !present_here(&name) {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no device {name} in network namespace {netns}"),
+                ));
+            }
+            build(&name, &options)
+        })
+        .join()
+        .map_err(|_| io::Error::other("the namespace thread panicked"))?
+    })
+}
+
+/// `/run/netns/NAME` for a bare name, else the path as given.
+fn netns_path(netns: &str) -> std::path::PathBuf {
+    if netns.contains('/') {
+        Path::new(netns).to_path_buf()
+    } else {
+        Path::new(NETNS_DIR).join(netns)
+    }
+}
+
+/// Where `ip netns add` keeps named network namespaces.
+pub const NETNS_DIR: &str = "/run/netns";
+
+/// Whether a network device `name` exists in the calling thread's network
+/// namespace (`SIOCGIFINDEX` on a socket made there; sysfs would show the
+/// mount namespace's view instead).
+fn present_here(name: &str) -> bool {
+    use rustix::net::{AddressFamily, SocketType, socket};
+    socket(AddressFamily::INET, SocketType::DGRAM, None)
+        .and_then(|s| rustix::net::netdevice::name_to_index(&s, name))
+        .is_ok()
+}
+
+/// The named network namespaces (under [`NETNS_DIR`]) other than the
+/// caller's that have a device called `name`. Empty if there are none or
+/// they cannot be entered. Used to explain why a device that was moved away
+/// is not here.
+pub fn namespaces_with_device(name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for e in entries.flatten() {
+        let ns_name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ns) = File::open(e.path()) else {
+            continue;
+        };
+        let there = std::thread::scope(|s| {
+            s.spawn(|| {
+                rustix::thread::move_into_link_name_space(
+                    ns.as_fd(),
+                    Some(rustix::thread::LinkNameSpaceType::Network),
+                )
+                .is_ok()
+                    && present_here(name)
+            })
+            .join()
+            .unwrap_or(false)
+        });
+        if there {
+            found.push(ns_name);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The device build shared by [`open_tun`] and [`open_tun_in`].
+fn build(name: &str, options: &TunOptions) -> io::Result<SyncDevice> {
     let dev = DeviceBuilder::new()
         .name(name)
         .mtu(options.mtu)

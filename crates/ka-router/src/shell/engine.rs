@@ -84,6 +84,11 @@ pub struct ShellConfig {
     pub in_dev: String,
     /// Device on the `out` side (forward packets are written here).
     pub out_dev: String,
+    /// Open `in_dev` inside this network namespace
+    /// ([`open_tun_in`](ka_io::tun::open_tun_in); `None`: the caller's).
+    pub in_netns: Option<String>,
+    /// Open `out_dev` inside this network namespace (see `in_netns`).
+    pub out_netns: Option<String>,
     /// TUN devices or a layer-2 bridge.
     pub link: Link,
     /// How both TUN devices are opened (unused by [`Link::Bridge`], which
@@ -112,6 +117,8 @@ impl ShellConfig {
         Self {
             in_dev: in_dev.into(),
             out_dev: out_dev.into(),
+            in_netns: None,
+            out_netns: None,
             link: Link::Tun,
             tun: TunOptions::default(),
             metrics: None,
@@ -171,8 +178,8 @@ where
 {
     match cfg.link {
         Link::Tun => {
-            let in_dev = open_tun(&cfg.in_dev, &cfg.tun)?;
-            let out_dev = open_tun(&cfg.out_dev, &cfg.tun)?;
+            let in_dev = open_device(&cfg.in_dev, cfg.in_netns.as_deref(), &cfg.tun, "--in")?;
+            let out_dev = open_device(&cfg.out_dev, cfg.out_netns.as_deref(), &cfg.tun, "--out")?;
             // Forward packets are read from `in`, reverse ones from `out`.
             let kernel_drops = [KernelDrops::watch(&in_dev), KernelDrops::watch(&out_dev)];
             if cfg.tun.offload || cfg.write_threads {
@@ -218,6 +225,37 @@ where
             serve(cfg, io, [None, None], make, shutdown).await
         }
     }
+}
+
+/// Opens TUN device `name` in `netns` (or here). Here, a device that does
+/// not exist is created — unless a named network namespace has a device of
+/// that name: then it was most likely moved there after it was made (the
+/// testbed's wiring), a fresh device here would be connected to nothing,
+/// and the error says which `--in-netns`/`--out-netns` attaches to it.
+fn open_device(
+    name: &str,
+    netns: Option<&str>,
+    options: &TunOptions,
+    flag: &str,
+) -> io::Result<tun_rs::SyncDevice> {
+    if let Some(ns) = netns {
+        return ka_io::tun::open_tun_in(name, ns, options);
+    }
+    if !std::path::Path::new("/sys/class/net").join(name).exists() {
+        let elsewhere = ka_io::tun::namespaces_with_device(name);
+        if let Some(ns) = elsewhere.first() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "TUN device {name} is not in this network namespace but in {} \
+                     (moved there after it was made?); a new {name} here would be connected \
+                     to nothing. Attach to it with {flag}-netns {ns}",
+                    elsewhere.join(", ")
+                ),
+            ));
+        }
+    }
+    open_tun(name, options)
 }
 
 /// The recorders, the metrics endpoint and the forwarding thread around

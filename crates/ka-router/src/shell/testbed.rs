@@ -133,6 +133,8 @@ pub struct Testbed {
     pub dev_b: String,
     dir: PathBuf,
     router: Option<Child>,
+    /// The running router's log files: `<stem>.out`, `<stem>.err`.
+    log_stem: String,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -157,6 +159,7 @@ impl Testbed {
             dev_b: format!("{id}b"),
             dir,
             router: None,
+            log_stem: "router".into(),
         };
         for (ns, dev) in [(&tb.ns_a, &tb.dev_a), (&tb.ns_b, &tb.dev_b)] {
             ip(&["netns", "add", ns])?;
@@ -289,8 +292,65 @@ impl Testbed {
         let status = terminate(&mut child)?;
         Ok(RouterExit {
             status,
-            stdout: std::fs::read_to_string(self.path("router.out")).unwrap_or_default(),
-            stderr: std::fs::read_to_string(self.path("router.err")).unwrap_or_default(),
+            stdout: std::fs::read_to_string(self.path(&format!("{}.out", self.log_stem)))
+                .unwrap_or_default(),
+            stderr: std::fs::read_to_string(self.path(&format!("{}.err", self.log_stem)))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+impl Testbed {
+    /// Kill the router with SIGKILL, as a crash would: no summary, and the
+    /// devices (persistent, made by `ip tuntap add`) stay in their
+    /// namespaces with their addresses, without carrier.
+    pub fn kill_router(&mut self) -> io::Result<ExitStatus> {
+        let mut child = self
+            .router
+            .take()
+            .ok_or_else(|| io::Error::other("no router running"))?;
+        child.kill()?;
+        child.wait()
+    }
+
+    /// Start `program` again on the wired devices, which now live in the
+    /// namespaces: `--in <dev_a> --in-netns <ns_a> --out <dev_b> --out-netns
+    /// <ns_b> <args…>` (its output goes to `router-N.out`/`.err`, `N`
+    /// counting restarts), and wait until both devices have carrier again.
+    pub fn restart_router<S: AsRef<OsStr>>(
+        &mut self,
+        program: &Path,
+        args: &[S],
+        n: u32,
+    ) -> io::Result<()> {
+        if self.router.is_some() {
+            return Err(io::Error::other("a router is still running"));
+        }
+        let child = Command::new(program)
+            .args(["--in", &self.dev_a, "--in-netns", &self.ns_a])
+            .args(["--out", &self.dev_b, "--out-netns", &self.ns_b])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(File::create(self.path(&format!("router-{n}.out")))?)
+            .stderr(File::create(self.path(&format!("router-{n}.err")))?)
+            .spawn()?;
+        self.router = Some(child);
+        self.log_stem = format!("router-{n}");
+        let pairs = [
+            (self.ns_a.clone(), self.dev_a.clone()),
+            (self.ns_b.clone(), self.dev_b.clone()),
+        ];
+        let router = &mut self.router;
+        wait_for(ATTACH_TIMEOUT, "the restarted router to attach", || {
+            if let Some(st) = router.as_mut().map(Child::try_wait).transpose()?.flatten() {
+                return Err(io::Error::other(format!("router exited early ({st})")));
+            }
+            let mut up = true;
+            for (ns, dev) in &pairs {
+                let out = ip(&["-n", ns, "link", "show", "dev", dev])?;
+                up &= !String::from_utf8_lossy(&out.stdout).contains("NO-CARRIER");
+            }
+            Ok(up)
         })
     }
 }

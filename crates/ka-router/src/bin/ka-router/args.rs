@@ -71,6 +71,16 @@ pub struct Args {
     #[arg(long = "out", value_name = "DEV", requires = "in_dev")]
     pub out_dev: Option<String>,
 
+    /// Attach to --in inside this network namespace (a name from `ip netns list`, or a path
+    /// such as /proc/PID/ns/net): for a device that was moved there after it was made, e.g.
+    /// to restart the router of a running testbed.
+    #[arg(long, value_name = "NETNS", requires = "in_dev")]
+    pub in_netns: Option<String>,
+
+    /// Attach to --out inside this network namespace (see --in-netns).
+    #[arg(long, value_name = "NETNS", requires = "out_dev")]
+    pub out_netns: Option<String>,
+
     /// Bridge two existing Ethernet interfaces instead of TUN devices (AF_PACKET): frames read
     /// on IF_A go out of IF_B at --rate, the other way at --reverse-rate. IPv4/IPv6 frames go
     /// through the ports like in TUN mode; other frames pass untouched and unshaped.
@@ -411,6 +421,8 @@ impl Args {
         };
         s.metrics = self.metrics;
         s.pcap = self.pcap.clone();
+        s.in_netns = self.in_netns.clone();
+        s.out_netns = self.out_netns.clone();
         s.pacer = Pacer::new(self.spin);
         s.write_threads = self.write_threads;
         s.pacing_thread_init = self.realtime.map(realtime::init);
