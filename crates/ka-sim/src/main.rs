@@ -59,7 +59,8 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
         /// Parallel runs (default: all cores). With --slurm: CPUs per
-        /// array task, each running one point at a time (default 1).
+        /// array task (`#SBATCH --cpus-per-task`), its points running that
+        /// many at a time (default 1).
         #[arg(long)]
         jobs: Option<usize>,
         /// Run only shard i of N (0-based): the points whose index is i
@@ -73,10 +74,10 @@ enum Cmd {
         /// continues where it stopped.
         #[arg(long, conflicts_with = "slurm")]
         resume: bool,
-        /// Run nothing: write a Slurm job-array script `--out/sweep.sbatch`
-        /// (one array task per shard, each running this sweep with
-        /// `--shard $SLURM_ARRAY_TASK_ID/N --resume`, absolute paths) and
-        /// print the `sbatch` command that submits it.
+        /// Run nothing: write a Slurm job-array script, sweep.sbatch in the
+        /// --out directory (one array task per shard, each running this
+        /// sweep with `--shard $SLURM_ARRAY_TASK_ID/N --resume`, absolute
+        /// paths), and print the `sbatch` command that submits it.
         #[arg(long)]
         slurm: bool,
         /// With --slurm: number of array tasks (shards), default one per

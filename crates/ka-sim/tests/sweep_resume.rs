@@ -102,7 +102,7 @@ fn single_sharded_resumed_and_array_runs_merge_identically() {
     assert_eq!(results, read(one.join("results-0-of-1.csv")));
     // p1: killed after its files, before the marker's rename (a temp left).
     std::fs::remove_file(part.join("p1/point.csv")).unwrap();
-    std::fs::write(part.join("p1/.point.csv.tmp.4242.0"), "point,dir,gr").unwrap();
+    std::fs::write(part.join("p1/.point.csv.tmp.node7.4242.0"), "point,dir,gr").unwrap();
     // p3: killed while writing its files.
     std::fs::remove_file(part.join("p3/point.csv")).unwrap();
     let flows = read(part.join("p3/flows.csv"));
@@ -137,7 +137,7 @@ fn single_sharded_resumed_and_array_runs_merge_identically() {
         read(part.join("p3/flows.csv")),
         read(one.join("p3/flows.csv"))
     );
-    assert!(!part.join("p1/.point.csv.tmp.4242.0").exists());
+    assert!(!part.join("p1/.point.csv.tmp.node7.4242.0").exists());
     assert_eq!(read(part.join("results-0-of-1.csv")), results);
     assert_eq!(merged(&part), (csv.clone(), svg.clone()), "resumed");
 

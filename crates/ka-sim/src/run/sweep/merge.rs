@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::point::{HEADLINE_HEADER, Headline, write_atomic};
+use super::point::{HEADLINE_HEADER, Headline, write_atomic, write_atomic_with};
 use super::{Grid, SWEEP_FILE, SweepError, io_err, value_label};
 use crate::results::plot::{self, Curve, Panel};
 
@@ -70,12 +70,12 @@ pub fn merge(dir: &Path) -> Result<Merged, SweepError> {
     }
     let csv_path = dir.join("sweep.csv");
     write_atomic(&csv_path, csv.as_bytes()).map_err(io_err(&csv_path))?;
-    // The plot is written beside its final name and renamed, like the table.
     let plot_path = dir.join("sweep.svg");
-    let tmp = dir.join(format!(".sweep.svg.tmp.{}", std::process::id()));
     let title = format!("{}: sweep of {} points", grid.name(), grid.points());
-    plot::write_svg(&tmp, &title, &panels(&grid, &rows)).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, &plot_path).map_err(io_err(&plot_path))?;
+    write_atomic_with(&plot_path, |tmp| {
+        plot::write_svg(tmp, &title, &panels(&grid, &rows))
+    })
+    .map_err(io_err(&plot_path))?;
     Ok(Merged {
         points: grid.points(),
         csv: csv_path,

@@ -20,7 +20,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Grid;
@@ -112,26 +112,62 @@ pub fn fingerprint(text: &str) -> String {
 /// all of `bytes`, never part: a temporary file beside it, flushed to disk,
 /// renamed over it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other(format!("{}: not a file path", path.display())))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    write_atomic_with(path, |tmp| {
+        let mut f = std::fs::OpenOptions::new().write(true).open(tmp)?;
+        f.write_all(bytes)
+    })
+}
+
+/// Like [`write_atomic`], with `write` filling the temporary file (given
+/// its path; it exists, empty).
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = unique_temp(path)?;
+    let written = write(&tmp)
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Creates a new empty file `.NAME.tmp.<host>.<pid>.<n>` beside `path`.
+/// Shards on several nodes share the output directory and process ids
+/// repeat across nodes, so the name has the host in it and the file is
+/// created exclusively (a name taken anyway is skipped, never reused).
+fn unique_temp(path: &Path) -> io::Result<PathBuf> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other(format!("{}: not a file path", path.display())))?
+        .to_string_lossy();
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let mut last = None;
+    for _ in 0..100 {
+        let tmp = path.with_file_name(format!(
+            ".{name}.tmp.{host}.{}.{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(_) => return Ok(tmp),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
 }
 
 /// Removes temporary files [`write_atomic`] left in `dir` for `name` (a
