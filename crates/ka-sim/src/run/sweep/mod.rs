@@ -23,7 +23,7 @@
 //! shard) and `results-<i>-of-<N>.csv` (its points). With `resume`, points
 //! already complete are not run again. [`merge()`] gathers every point's
 //! marker into `OUT/sweep.csv` and `OUT/sweep.svg`, whichever runs wrote
-//! them.
+//! them (DESIGN §9.1).
 
 pub mod merge;
 pub mod point;
