@@ -4,7 +4,9 @@
 //! ka-sim paper <NAME> --out DIR [--seed N] [--duration SECONDS]
 //! ka-sim paper list
 //! ka-sim run FILE.toml --out DIR [--seed N] [--duration SECONDS]
-//! ka-sim sweep FILE.toml --out DIR [--jobs N] [--shard i/N]
+//! ka-sim sweep FILE.toml --out DIR [--jobs N] [--shard i/N] [--resume]
+//! ka-sim sweep FILE.toml --out DIR --slurm [--shards N] [--partition P] [--time T] [--mem M] [--jobs N]
+//! ka-sim merge DIR
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use ka_sim::paper::{self, Experiment};
 use ka_sim::results::report;
 use ka_sim::run;
+use ka_sim::run::sweep::slurm::{self, SlurmJob};
 use ka_sim::run::sweep::{self, Shard};
 
 #[derive(Parser)]
@@ -46,20 +49,61 @@ enum Cmd {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// Run a parameter grid (a scenario file with a `[sweep]` table).
+    /// Run a parameter grid (a scenario file with a `[sweep]` table), or
+    /// with --slurm write a Slurm job array that runs it. `ka-sim merge`
+    /// then gathers the points into one table.
     Sweep {
         /// Sweep TOML.
         file: PathBuf,
         /// Output directory (one subdirectory per grid point).
         #[arg(long)]
         out: PathBuf,
-        /// Parallel runs (default: all cores).
+        /// Parallel runs (default: all cores). With --slurm: CPUs per
+        /// array task (`#SBATCH --cpus-per-task`), its points running that
+        /// many at a time (default 1).
         #[arg(long)]
         jobs: Option<usize>,
-        /// Run only shard i of N (0-based), e.g. `--shard 3/10` for the 4th
-        /// of 10 Slurm array tasks.
-        #[arg(long)]
+        /// Run only shard i of N (0-based): the points whose index is i
+        /// modulo N, e.g. `--shard 3/10` for the 4th of 10 Slurm array
+        /// tasks.
+        #[arg(long, conflicts_with = "slurm")]
         shard: Option<Shard>,
+        /// Do not run points whose results in --out are already complete
+        /// (their marker `p<i>/point.csv` is written last, atomically, and
+        /// matches this sweep file), so an interrupted sweep or shard
+        /// continues where it stopped.
+        #[arg(long, conflicts_with = "slurm")]
+        resume: bool,
+        /// Run nothing: write a Slurm job-array script, sweep.sbatch in the
+        /// --out directory (one array task per shard, each running this
+        /// sweep with `--shard $SLURM_ARRAY_TASK_ID/N --resume`, absolute
+        /// paths), and print the `sbatch` command that submits it.
+        #[arg(long)]
+        slurm: bool,
+        /// With --slurm: number of array tasks (shards), default one per
+        /// grid point (at most 1000, Slurm's default MaxArraySize).
+        #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u64).range(1..))]
+        shards: Option<u64>,
+        /// With --slurm: the partition (`#SBATCH --partition`); default:
+        /// the cluster's default partition.
+        #[arg(long, requires = "slurm")]
+        partition: Option<String>,
+        /// With --slurm: time limit per array task (`#SBATCH --time`, e.g.
+        /// `30`, `2:00:00`, `1-0`); default: the partition's.
+        #[arg(long, requires = "slurm")]
+        time: Option<String>,
+        /// With --slurm: memory per array task (`#SBATCH --mem`, e.g. `2G`);
+        /// default: the partition's.
+        #[arg(long, requires = "slurm")]
+        mem: Option<String>,
+    },
+    /// Gather a sweep's points into DIR/sweep.csv (one row per grid point:
+    /// its parameters and headline numbers, in grid order) and a summary
+    /// plot DIR/sweep.svg, whichever runs or shards wrote them. Fails,
+    /// naming the missing points, if the sweep is incomplete.
+    Merge {
+        /// The sweep's output directory (the --out of `ka-sim sweep`).
+        dir: PathBuf,
     },
 }
 
@@ -143,17 +187,65 @@ fn main() -> Result<()> {
             out,
             jobs,
             shard,
+            resume,
+            slurm,
+            shards,
+            partition,
+            time,
+            mem,
         } => {
             let grid = sweep::Grid::from_toml(&read(&file)?)?;
             if grid.points() == 0 {
                 bail!("empty sweep");
             }
+            if slurm {
+                let job = SlurmJob {
+                    shards: shards.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                    partition,
+                    time,
+                    mem,
+                    cpus: jobs,
+                };
+                let exe = std::env::current_exe().context("locating the ka-sim binary")?;
+                let script = slurm::write(&grid, &job, &exe, &file, &out)?;
+                let dir = script.parent().unwrap_or(&out);
+                eprintln!(
+                    "wrote {}: a job array of {} tasks over the {} grid points",
+                    script.display(),
+                    job.shard_count(&grid),
+                    grid.points()
+                );
+                // stdout: the command alone, so that scripts can run it.
+                println!("sbatch {}", slurm::shell_quote(&script.to_string_lossy()));
+                eprintln!(
+                    "when every array task has finished: {} merge {}",
+                    slurm::shell_quote(&exe.to_string_lossy()),
+                    slurm::shell_quote(&dir.to_string_lossy())
+                );
+                return Ok(());
+            }
             let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
             out_dir(&out)?;
-            let lines = sweep::run(&grid, &out, jobs, shard)?;
+            let lines = sweep::run(&grid, &out, jobs, shard, resume)?;
             for l in lines {
                 eprintln!("{l}");
             }
+            if grid.missing(&out).is_empty() {
+                eprintln!(
+                    "all {} points complete: `ka-sim merge {}` writes sweep.csv and sweep.svg",
+                    grid.points(),
+                    out.display()
+                );
+            }
+        }
+        Cmd::Merge { dir } => {
+            let m = sweep::merge(&dir)?;
+            eprintln!(
+                "{} points: {} and {}",
+                m.points,
+                m.csv.display(),
+                m.plot.display()
+            );
         }
     }
     Ok(())

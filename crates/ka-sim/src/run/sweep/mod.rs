@@ -13,22 +13,114 @@
 //! ```
 //!
 //! The grid is the Cartesian product, axes in key order (sorted), the last
-//! axis varying fastest; point `i` is written to `OUT/p<i>` (zero-padded).
-//! `--shard i/N` runs the points whose index is `i` modulo `N`, so a Slurm
-//! array `--array=0-(N-1)` with `--shard $SLURM_ARRAY_TASK_ID/N` covers the
-//! grid exactly once. Every shard writes `points.csv` (the whole grid, the
-//! same bytes from every shard) and `results-<i>-of-<N>.csv` (its points).
+//! axis varying fastest; point `i` is written to `OUT/p<i>` (zero-padded),
+//! and, once all its files are written, its marker `OUT/p<i>/point.csv`
+//! ([`point`]: when a point counts as complete). `--shard i/N` runs the
+//! points whose index is `i` modulo `N`, so a Slurm array `--array=0-(N-1)`
+//! with `--shard $SLURM_ARRAY_TASK_ID/N` covers the grid exactly once
+//! ([`slurm`] writes that script). Every shard writes `sweep.toml` (the
+//! sweep file), `points.csv` (the whole grid; the same bytes from every
+//! shard) and `results-<i>-of-<N>.csv` (its points). With `resume`, points
+//! already complete are not run again. [`merge()`] gathers every point's
+//! marker into `OUT/sweep.csv` and `OUT/sweep.svg`, whichever runs wrote
+//! them (DESIGN §9.1).
 
-use std::fmt::Write as _;
-use std::path::Path;
+pub mod merge;
+pub mod point;
+pub mod slurm;
+
+use std::io;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use rayon::prelude::*;
 
-use crate::results::metrics::fmt_val;
+pub use merge::{Merged, merge};
+use point::{Headline, MARKER, write_atomic};
+
 use crate::results::report;
 use crate::run;
 use crate::scenario::{Scenario, ScenarioError};
+
+/// Name of the sweep file's copy in the output directory (what
+/// [`merge()`] reads the grid from).
+pub const SWEEP_FILE: &str = "sweep.toml";
+
+/// What can go wrong in a sweep.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// Reading or writing a file.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The sweep file or one of its points is not a valid scenario.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// The thread pool could not be built.
+    #[error("thread pool: {0}")]
+    Pool(#[from] rayon::ThreadPoolBuildError),
+    /// A directory given to [`merge()`] holds no sweep.
+    #[error(
+        "{}: no {SWEEP_FILE}, so not the output directory of a sweep (`ka-sim sweep FILE --out DIR` writes it)",
+        dir.display()
+    )]
+    NotASweep {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// Some points have no complete result.
+    #[error("{}", incomplete_message(dir, *total, missing))]
+    Incomplete {
+        /// The sweep's output directory.
+        dir: PathBuf,
+        /// Points in the grid.
+        total: usize,
+        /// The missing points: directory name and parameters.
+        missing: Vec<String>,
+    },
+    /// An option of the Slurm script is unusable.
+    #[error("--slurm: {0}")]
+    Slurm(String),
+}
+
+/// Most missing points an [`SweepError::Incomplete`] message names one by one.
+const MAX_NAMED: usize = 50;
+
+fn incomplete_message(dir: &Path, total: usize, missing: &[String]) -> String {
+    let mut s = format!(
+        "sweep in {} is incomplete: {} of {total} points have no complete result: ",
+        dir.display(),
+        missing.len()
+    );
+    s.push_str(
+        &missing
+            .iter()
+            .take(MAX_NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    if missing.len() > MAX_NAMED {
+        s.push_str(&format!(" and {} more", missing.len() - MAX_NAMED));
+    }
+    s.push_str(
+        "; run the sweep (or the Slurm array tasks) again with --resume to finish them, then merge",
+    );
+    s
+}
+
+/// The [`SweepError::Io`] for `path`.
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SweepError + '_ {
+    move |source| SweepError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
 
 /// One shard of a sweep: `index` of `count` (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +157,7 @@ impl Shard {
 /// A parsed sweep.
 #[derive(Debug, Clone)]
 pub struct Grid {
+    text: String,
     base: toml::Table,
     axes: Vec<(String, Vec<toml::Value>)>,
 }
@@ -131,11 +224,28 @@ impl Grid {
             }
         }
         axes.sort_by(|a, b| a.0.cmp(&b.0));
-        let g = Grid { base, axes };
+        let g = Grid {
+            text: text.to_string(),
+            base,
+            axes,
+        };
         for i in 0..g.points() {
             g.point(i)?;
         }
         Ok(g)
+    }
+
+    /// The sweep file's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The scenario's `name` (empty if unset).
+    pub fn name(&self) -> &str {
+        self.base
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
     }
 
     /// Number of grid points.
@@ -190,87 +300,105 @@ impl Grid {
 
     /// `points.csv`: `point,dir,<axis>…`.
     pub fn points_csv(&self) -> String {
-        let mut s = String::from("point,dir");
-        for a in self.axes() {
-            s.push(',');
-            s.push_str(a);
-        }
+        let mut s = self.params_header();
         s.push('\n');
         for i in 0..self.points() {
-            let _ = write!(s, "{i},{}", self.dir_name(i));
-            for v in self.coordinates(i) {
-                s.push(',');
-                s.push_str(&value_label(v).replace(',', ";"));
-            }
+            s.push_str(&self.params_row(i));
             s.push('\n');
         }
         s
     }
+
+    /// Point `i` and its parameters, e.g. `p03 (seed=2,topology.rtt_ms=50.0)`.
+    pub fn describe(&self, i: usize) -> String {
+        let coords: Vec<String> = self
+            .axes
+            .iter()
+            .zip(self.coordinates(i))
+            .map(|((k, _), v)| format!("{k}={}", value_label(v)))
+            .collect();
+        format!("{} ({})", self.dir_name(i), coords.join(","))
+    }
+
+    /// Points of the grid without a complete result in `out`.
+    pub fn missing(&self, out: &Path) -> Vec<usize> {
+        (0..self.points())
+            .filter(|&i| self.completed(out, i).is_none())
+            .collect()
+    }
 }
 
 /// Runs this shard's points with `jobs` threads (default: all cores);
-/// returns one line per finished point, in point order.
+/// returns one line per point, in point order. With `resume`, a point
+/// whose result in `out` is already complete ([`Grid::completed`]) is not
+/// run again; the shard's `results-<i>-of-<N>.csv` lists it all the same,
+/// so its bytes do not depend on how often the shard was interrupted.
 pub fn run(
     grid: &Grid,
     out: &Path,
     jobs: Option<usize>,
     shard: Shard,
-) -> anyhow::Result<Vec<String>> {
-    std::fs::create_dir_all(out)?;
-    std::fs::write(out.join("points.csv"), grid.points_csv())?;
+    resume: bool,
+) -> Result<Vec<String>, SweepError> {
+    std::fs::create_dir_all(out).map_err(io_err(out))?;
+    let path = out.join(SWEEP_FILE);
+    write_atomic(&path, grid.text().as_bytes()).map_err(io_err(&path))?;
+    let path = out.join("points.csv");
+    write_atomic(&path, grid.points_csv().as_bytes()).map_err(io_err(&path))?;
     let mine: Vec<usize> = (0..grid.points()).filter(|&i| shard.contains(i)).collect();
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(j) = jobs {
         builder = builder.num_threads(j.max(1));
     }
     let pool = builder.build()?;
-    let results: Vec<anyhow::Result<(usize, String, String)>> = pool.install(|| {
+    let results: Vec<Result<(String, String), SweepError>> = pool.install(|| {
         mine.par_iter()
             .map(|&i| {
-                let s = grid.point(i)?;
-                let r = run::run_scenario(&s, None)?;
-                let sum =
-                    report::write_all(&out.join(grid.dir_name(i)), &r, serde_json::Value::Null)?;
-                let line = format!("{}: {}", grid.dir_name(i), report::one_line(&sum));
+                let name = grid.dir_name(i);
+                if resume && let Some(h) = grid.completed(out, i) {
+                    let line = format!("{name}: complete, not run again");
+                    eprintln!("{line}");
+                    return Ok((line, format!("{i},{name},{}", h.csv())));
+                }
+                let (line, h) = run_point(grid, out, i)?;
                 eprintln!("{line}");
-                let first = sum.hops.first();
-                let row = format!(
-                    "{i},{},{},{},{},{},{}",
-                    grid.dir_name(i),
-                    sum.flows,
-                    sum.flows_completed,
-                    first
-                        .and_then(|h| h.mean_utilization)
-                        .map(fmt_val)
-                        .unwrap_or_default(),
-                    mean_of(sum.by_kind.values().filter_map(|k| k.mean_fct_s)),
-                    mean_of(sum.by_kind.values().filter_map(|k| k.mean_slowdown)),
-                );
-                Ok((i, line, row))
+                Ok((line, format!("{i},{name},{}", h.csv())))
             })
             .collect()
     });
     let mut lines = Vec::new();
-    let mut csv =
-        String::from("point,dir,flows,completed,first_hop_utilization,mean_fct_s,mean_slowdown\n");
+    let mut csv = format!("point,dir,{}\n", point::HEADLINE_HEADER);
     for r in results {
-        let (_, line, row) = r?;
+        let (line, row) = r?;
         lines.push(line);
         csv.push_str(&row);
         csv.push('\n');
     }
-    std::fs::write(
-        out.join(format!("results-{}-of-{}.csv", shard.index, shard.count)),
-        csv,
-    )?;
+    let path = out.join(format!("results-{}-of-{}.csv", shard.index, shard.count));
+    write_atomic(&path, csv.as_bytes()).map_err(io_err(&path))?;
     Ok(lines)
 }
 
-fn mean_of(it: impl Iterator<Item = f64>) -> String {
-    let v: Vec<f64> = it.collect();
-    crate::results::metrics::mean(&v)
-        .map(fmt_val)
-        .unwrap_or_default()
+/// Runs point `i` into `out/p<i>`: first its old marker goes, then the
+/// result files are written, then the new marker (atomically).
+fn run_point(grid: &Grid, out: &Path, i: usize) -> Result<(String, Headline), SweepError> {
+    let name = grid.dir_name(i);
+    let dir = out.join(&name);
+    let marker = dir.join(MARKER);
+    match std::fs::remove_file(&marker) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(&marker)(e)),
+        _ => {}
+    }
+    point::remove_stale_temps(&dir, MARKER);
+    let s = grid.point(i)?;
+    let r = run::run_scenario(&s, None)?;
+    let sum = report::write_all(&dir, &r, serde_json::Value::Null).map_err(io_err(&dir))?;
+    let h = Headline::from_summary(&sum);
+    let text = grid
+        .marker_text(i, &h)
+        .ok_or_else(|| SweepError::Scenario(ScenarioError::Invalid(format!("sweep point {i}"))))?;
+    write_atomic(&marker, text.as_bytes()).map_err(io_err(&marker))?;
+    Ok((format!("{name}: {}", report::one_line(&sum)), h))
 }
 
 #[cfg(test)]
