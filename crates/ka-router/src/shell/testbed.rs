@@ -301,6 +301,11 @@ impl Testbed {
 }
 
 impl Testbed {
+    /// The running router's process id (`None` if none runs).
+    pub fn router_pid(&self) -> Option<u32> {
+        self.router.as_ref().map(Child::id)
+    }
+
     /// Kill the router with SIGKILL, as a crash would: no summary, and the
     /// devices (persistent, made by `ip tuntap add`) stay in their
     /// namespaces with their addresses, without carrier.
