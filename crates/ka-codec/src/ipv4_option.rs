@@ -12,7 +12,7 @@
 use core::fmt;
 
 use crate::wire::WireError;
-use crate::wire::opts::OptionFault;
+use crate::wire::opts::{NoRoom, OptionFault, write_option};
 
 /// Why an IPv4 option (RCP or XCP), an options area or a packet could not be
 /// parsed, changed or emitted.
@@ -145,16 +145,13 @@ pub(crate) fn parse_fixed<const N: usize>(
 /// Writes the encoded option `bytes` of type `kind` to the front of `buf`;
 /// returns the bytes written.
 pub(crate) fn write_to(bytes: &[u8], kind: u8, buf: &mut [u8]) -> Result<usize, Ipv4OptionError> {
-    let available = buf.len();
-    let dst = buf
-        .get_mut(..bytes.len())
-        .ok_or(Ipv4OptionError::BufferTooSmall {
+    write_option(bytes, buf).map_err(|NoRoom { needed, available }| {
+        Ipv4OptionError::BufferTooSmall {
             kind,
-            needed: bytes.len(),
+            needed,
             available,
-        })?;
-    dst.copy_from_slice(bytes);
-    Ok(bytes.len())
+        }
+    })
 }
 
 #[cfg(test)]
