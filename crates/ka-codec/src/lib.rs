@@ -145,7 +145,8 @@
 //!   `exp`/`ln`, see [`scale`]). `scripts/check-no-std.sh` proves that no
 //!   `std`/`alloc` is linked.
 //! * No function panics on any input; parsers return typed errors
-//!   ([`OptionError`], [`RcpError`], [`XcpError`], [`UnitError`],
+//!   ([`OptionError`], [`Ipv4OptionError`] (alias [`RcpError`],
+//!   [`XcpError`]), [`UnitError`],
 //!   [`wire::WireError`]), all
 //!   implementing `core::error::Error` (so `std::error::Error`) in every build.
 //!
@@ -169,6 +170,7 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod ipv4_option;
 pub mod options;
 pub mod rcp_option;
 pub mod rtt;
@@ -177,6 +179,7 @@ pub mod units;
 pub mod wire;
 pub mod xcp_option;
 
+pub use ipv4_option::Ipv4OptionError;
 pub use options::{KaOption, KaPermitted, KaRate, OptionError};
 pub use rcp_option::{RcpError, RcpOption};
 pub use scale::{

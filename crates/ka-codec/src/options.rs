@@ -33,6 +33,7 @@
 use core::fmt;
 
 use crate::scale::Code;
+use crate::wire::opts::{NoRoom, write_option};
 
 /// TCP option kind for RFC 6994 experiments (RFC 4727).
 pub const KIND_EXPERIMENTAL: u8 = 253;
@@ -478,15 +479,8 @@ fn check_code(code: u8) -> Result<(), OptionError> {
 }
 
 fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, OptionError> {
-    let available = buf.len();
-    let dst = buf
-        .get_mut(..bytes.len())
-        .ok_or(OptionError::BufferTooSmall {
-            needed: bytes.len(),
-            available,
-        })?;
-    dst.copy_from_slice(bytes);
-    Ok(bytes.len())
+    write_option(bytes, buf)
+        .map_err(|NoRoom { needed, available }| OptionError::BufferTooSmall { needed, available })
 }
 
 #[cfg(test)]

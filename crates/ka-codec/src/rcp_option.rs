@@ -14,9 +14,8 @@
 //! changed a packet the caller must refresh the IPv4 header checksum.
 //! Nothing here panics or loops forever on any input.
 
-use core::fmt;
-
-use crate::wire::opts::{OptionFault, find_kind};
+use crate::ipv4_option::{Ipv4OptionError, parse_fixed, write_to};
+use crate::wire::opts::find_kind;
 
 /// IPv4 option type of the RCP carrier (RFC 4727 experiment, not copied).
 pub const OPTION_TYPE: u8 = 30;
@@ -25,66 +24,9 @@ pub const OPT_EOL: u8 = crate::wire::opts::KIND_EOL;
 /// IPv4 "no operation".
 pub const OPT_NOP: u8 = crate::wire::opts::KIND_NOP;
 
-/// Why an RCP option or an options area could not be parsed or emitted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RcpError {
-    /// The slice ends before the option does (missing type/length byte, or
-    /// fewer bytes than the length byte announces).
-    Truncated,
-    /// The option type is not 30.
-    WrongType(u8),
-    /// The length byte is not 8 (for the RCP option) or below 2 (for any
-    /// option in an options area, which would make the walk stall).
-    BadLength(u8),
-    /// The slice holds more bytes than the length byte announces.
-    TrailingBytes {
-        /// The option's length byte.
-        declared: u8,
-        /// The slice length handed in.
-        actual: usize,
-    },
-    /// The options area has no RCP option ([`lower_in_place`] only).
-    NotFound,
-    /// The output buffer is smaller than 8 bytes.
-    BufferTooSmall {
-        /// Bytes the buffer has.
-        available: usize,
-    },
-}
-
-impl From<OptionFault> for RcpError {
-    /// A walk that stops at a length byte below 2 is [`RcpError::BadLength`];
-    /// one that runs out of bytes is [`RcpError::Truncated`].
-    fn from(f: OptionFault) -> Self {
-        f.too_short_len()
-            .map_or(RcpError::Truncated, RcpError::BadLength)
-    }
-}
-
-impl fmt::Display for RcpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            RcpError::Truncated => f.write_str("IPv4 option truncated"),
-            RcpError::WrongType(t) => write!(f, "IPv4 option type {t} is not the RCP option (30)"),
-            RcpError::BadLength(l) => write!(f, "bad IPv4 option length {l}"),
-            RcpError::TrailingBytes { declared, actual } => {
-                write!(
-                    f,
-                    "option length byte says {declared} but {actual} bytes were given"
-                )
-            }
-            RcpError::NotFound => f.write_str("no RCP option in the IPv4 options"),
-            RcpError::BufferTooSmall { available } => {
-                write!(
-                    f,
-                    "buffer too small for RCP option: need 8 bytes, have {available}"
-                )
-            }
-        }
-    }
-}
-
-impl core::error::Error for RcpError {}
+/// The errors of the RCP option's functions: the error type the IPv4-option
+/// carriers share (never [`Ipv4OptionError::Packet`] here).
+pub type RcpError = Ipv4OptionError;
 
 /// The RCP rate option: the path's rate so far and the sender's RTT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -102,25 +44,11 @@ impl RcpOption {
     /// Parses one whole option (`opt` starts at the type byte and is exactly
     /// 8 bytes long).
     pub fn parse(opt: &[u8]) -> Result<RcpOption, RcpError> {
-        let (&ty, rest) = opt.split_first().ok_or(RcpError::Truncated)?;
-        if ty != OPTION_TYPE {
-            return Err(RcpError::WrongType(ty));
-        }
-        let &len = rest.first().ok_or(RcpError::Truncated)?;
-        if usize::from(len) != Self::LEN {
-            return Err(RcpError::BadLength(len));
-        }
-        match *opt {
-            [_, _, r0, r1, r2, r3, t0, t1] => Ok(RcpOption {
-                rate_bytes_per_sec: u32::from_be_bytes([r0, r1, r2, r3]),
-                rtt_ms: u16::from_be_bytes([t0, t1]),
-            }),
-            _ if opt.len() < Self::LEN => Err(RcpError::Truncated),
-            _ => Err(RcpError::TrailingBytes {
-                declared: len,
-                actual: opt.len(),
-            }),
-        }
+        let [_, _, r0, r1, r2, r3, t0, t1] = parse_fixed(opt, OPTION_TYPE)?;
+        Ok(RcpOption {
+            rate_bytes_per_sec: u32::from_be_bytes([r0, r1, r2, r3]),
+            rtt_ms: u16::from_be_bytes([t0, t1]),
+        })
     }
 
     /// The encoded option.
@@ -141,12 +69,7 @@ impl RcpOption {
 
     /// Writes the option to the front of `buf`; returns the bytes written (8).
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, RcpError> {
-        let available = buf.len();
-        let dst = buf
-            .get_mut(..Self::LEN)
-            .ok_or(RcpError::BufferTooSmall { available })?;
-        dst.copy_from_slice(&self.to_bytes());
-        Ok(Self::LEN)
+        write_to(&self.to_bytes(), OPTION_TYPE, buf)
     }
 }
 
@@ -167,7 +90,7 @@ pub fn find_in(options: &[u8]) -> Result<Option<(usize, RcpOption)>, RcpError> {
 /// [`RcpError::NotFound`] if there is no RCP option; other errors as
 /// [`find_in`].
 pub fn lower_in_place(options: &mut [u8], my_rate_bytes_per_sec: u32) -> Result<bool, RcpError> {
-    let (at, opt) = find_in(options)?.ok_or(RcpError::NotFound)?;
+    let (at, opt) = find_in(options)?.ok_or(RcpError::NotFound { kind: OPTION_TYPE })?;
     if my_rate_bytes_per_sec >= opt.rate_bytes_per_sec {
         return Ok(false);
     }

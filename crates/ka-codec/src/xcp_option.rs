@@ -30,13 +30,11 @@
 //! [`OptionIter`](crate::wire::opts::OptionIter). Nothing here panics or loops
 //! forever on any input.
 
-use core::fmt;
-
+use crate::ipv4_option::{Ipv4OptionError, parse_fixed, write_to};
 use crate::rcp_option::OPT_NOP;
-use crate::wire::WireError;
 use crate::wire::checksum;
 use crate::wire::ipv4::{self, Ipv4Packet};
-use crate::wire::opts::{OptionFault, find_kind};
+use crate::wire::opts::find_kind;
 use crate::wire::segment::Segment;
 
 /// IPv4 option type of the XCP carrier (RFC 4727 experiment, not copied).
@@ -46,71 +44,9 @@ pub const OPTION_TYPE: u8 = 94;
 /// and `H_rtt`).
 const FEEDBACK_AT: usize = 10;
 
-/// Why an XCP option, an options area or a packet could not be parsed,
-/// changed or emitted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum XcpError {
-    /// The slice ends before the option does (missing type/length byte, or
-    /// fewer bytes than the length byte announces).
-    Truncated,
-    /// The option type is not 94.
-    WrongType(u8),
-    /// The length byte is not 14 (for the XCP option) or below 2 (for any
-    /// option in an options area, which would make the walk stall).
-    BadLength(u8),
-    /// The slice holds more bytes than the length byte announces.
-    TrailingBytes {
-        /// The option's length byte.
-        declared: u8,
-        /// The slice length handed in.
-        actual: usize,
-    },
-    /// The options area (or packet) has no XCP option.
-    NotFound,
-    /// The output buffer is too small.
-    BufferTooSmall {
-        /// Bytes needed.
-        needed: usize,
-        /// Bytes the buffer has.
-        available: usize,
-    },
-    /// The packet is not a well-formed IPv4 header (packet-level functions
-    /// only; see [`Ipv4Packet::new_checked`]).
-    Packet(WireError),
-}
-
-impl From<OptionFault> for XcpError {
-    /// A walk that stops at a length byte below 2 is [`XcpError::BadLength`];
-    /// one that runs out of bytes is [`XcpError::Truncated`].
-    fn from(f: OptionFault) -> Self {
-        f.too_short_len()
-            .map_or(XcpError::Truncated, XcpError::BadLength)
-    }
-}
-
-impl fmt::Display for XcpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            XcpError::Truncated => f.write_str("IPv4 option truncated"),
-            XcpError::WrongType(t) => {
-                write!(f, "IPv4 option type {t} is not the XCP option (94)")
-            }
-            XcpError::BadLength(l) => write!(f, "bad IPv4 option length {l}"),
-            XcpError::TrailingBytes { declared, actual } => write!(
-                f,
-                "option length byte says {declared} but {actual} bytes were given"
-            ),
-            XcpError::NotFound => f.write_str("no XCP option in the IPv4 options"),
-            XcpError::BufferTooSmall { needed, available } => write!(
-                f,
-                "buffer too small for the XCP option: need {needed} bytes, have {available}"
-            ),
-            XcpError::Packet(e) => write!(f, "not an IPv4 packet: {e}"),
-        }
-    }
-}
-
-impl core::error::Error for XcpError {}
+/// The errors of the XCP option's functions: the error type the IPv4-option
+/// carriers share.
+pub type XcpError = Ipv4OptionError;
 
 /// The XCP congestion header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -133,26 +69,12 @@ impl XcpOption {
     /// Parses one whole option (`opt` starts at the type byte and is exactly
     /// 14 bytes long).
     pub fn parse(opt: &[u8]) -> Result<XcpOption, XcpError> {
-        let (&ty, rest) = opt.split_first().ok_or(XcpError::Truncated)?;
-        if ty != OPTION_TYPE {
-            return Err(XcpError::WrongType(ty));
-        }
-        let &len = rest.first().ok_or(XcpError::Truncated)?;
-        if usize::from(len) != Self::LEN {
-            return Err(XcpError::BadLength(len));
-        }
-        match *opt {
-            [_, _, c0, c1, c2, c3, r0, r1, r2, r3, f0, f1, f2, f3] => Ok(XcpOption {
-                cwnd_bytes: u32::from_be_bytes([c0, c1, c2, c3]),
-                rtt_us: u32::from_be_bytes([r0, r1, r2, r3]),
-                feedback_bytes: i32::from_be_bytes([f0, f1, f2, f3]),
-            }),
-            _ if opt.len() < Self::LEN => Err(XcpError::Truncated),
-            _ => Err(XcpError::TrailingBytes {
-                declared: len,
-                actual: opt.len(),
-            }),
-        }
+        let [_, _, c0, c1, c2, c3, r0, r1, r2, r3, f0, f1, f2, f3] = parse_fixed(opt, OPTION_TYPE)?;
+        Ok(XcpOption {
+            cwnd_bytes: u32::from_be_bytes([c0, c1, c2, c3]),
+            rtt_us: u32::from_be_bytes([r0, r1, r2, r3]),
+            feedback_bytes: i32::from_be_bytes([f0, f1, f2, f3]),
+        })
     }
 
     /// The encoded option (14 bytes, no padding).
@@ -190,24 +112,14 @@ impl XcpOption {
     /// Writes the option (14 bytes) to the front of `buf`; returns the
     /// bytes written.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, XcpError> {
-        write_out(&self.to_bytes(), buf)
+        write_to(&self.to_bytes(), OPTION_TYPE, buf)
     }
 
     /// Writes the option and two NOPs (16 bytes) to the front of `buf`;
     /// returns the bytes written.
     pub fn emit_padded(&self, buf: &mut [u8]) -> Result<usize, XcpError> {
-        write_out(&self.to_padded_bytes(), buf)
+        write_to(&self.to_padded_bytes(), OPTION_TYPE, buf)
     }
-}
-
-fn write_out(bytes: &[u8], buf: &mut [u8]) -> Result<usize, XcpError> {
-    let available = buf.len();
-    let dst = buf.get_mut(..bytes.len()).ok_or(XcpError::BufferTooSmall {
-        needed: bytes.len(),
-        available,
-    })?;
-    dst.copy_from_slice(bytes);
-    Ok(bytes.len())
 }
 
 /// Finds the first XCP option in an IPv4 options area (the bytes between
@@ -228,7 +140,7 @@ pub fn find_in(options: &[u8]) -> Result<Option<(usize, XcpOption)>, XcpError> {
 /// [`XcpError::NotFound`] if there is no XCP option; other errors as
 /// [`find_in`]. Only the four `H_feedback` bytes are ever written.
 pub fn lower_feedback_in_place(options: &mut [u8], feedback_bytes: i32) -> Result<bool, XcpError> {
-    let (at, opt) = find_in(options)?.ok_or(XcpError::NotFound)?;
+    let (at, opt) = find_in(options)?.ok_or(XcpError::NotFound { kind: OPTION_TYPE })?;
     if feedback_bytes >= opt.feedback_bytes {
         return Ok(false);
     }
@@ -283,7 +195,7 @@ pub fn lower_feedback_in_packet(
     packet: &mut [u8],
     feedback_bytes: i32,
 ) -> Result<Lowered, XcpError> {
-    let (at, opt) = find_in_packet(packet)?.ok_or(XcpError::NotFound)?;
+    let (at, opt) = find_in_packet(packet)?.ok_or(XcpError::NotFound { kind: OPTION_TYPE })?;
     lower_feedback_at(packet, at, opt, feedback_bytes)
 }
 

@@ -32,7 +32,13 @@ fn parse_errors() {
     let cases: &[(&[u8], RcpError)] = &[
         (&[], RcpError::Truncated),
         (&[30], RcpError::Truncated),
-        (&[7, 8, 0, 0, 0, 0, 0, 0], RcpError::WrongType(7)),
+        (
+            &[7, 8, 0, 0, 0, 0, 0, 0],
+            RcpError::WrongType {
+                found: 7,
+                expected: 30,
+            },
+        ),
         (&[30, 6, 0, 0, 0, 0], RcpError::BadLength(6)),
         (&[30, 0], RcpError::BadLength(0)),
         (&[30, 8, 0, 0], RcpError::Truncated),
@@ -51,7 +57,11 @@ fn parse_errors() {
     let mut small = [0; 7];
     assert_eq!(
         SAMPLE.emit(&mut small),
-        Err(RcpError::BufferTooSmall { available: 7 })
+        Err(RcpError::BufferTooSmall {
+            kind: 30,
+            needed: 8,
+            available: 7
+        })
     );
 }
 
@@ -103,7 +113,7 @@ fn lower_only_lowers() {
     assert!(diff.iter().all(|i| (3..7).contains(i)), "{diff:?}");
     assert_eq!(
         lower_in_place(&mut [1, 1, 0, 0], 5),
-        Err(RcpError::NotFound)
+        Err(RcpError::NotFound { kind: 30 })
     );
     assert_eq!(lower_in_place(&mut [7, 0], 5), Err(RcpError::BadLength(0)));
     let _ = rcp_option::OPT_NOP;
@@ -130,7 +140,7 @@ proptest! {
                 let (_, after) = find_in(&copy).unwrap().unwrap();
                 prop_assert_eq!(after.rate_bytes_per_sec, o.rate_bytes_per_sec.min(rate));
             }
-            (Ok(None), l) => prop_assert_eq!(l, Err(RcpError::NotFound)),
+            (Ok(None), l) => prop_assert_eq!(l, Err(RcpError::NotFound { kind: 30 })),
             (Err(e), l) => prop_assert_eq!(l, Err(e)),
             (Ok(Some(_)), Err(e)) => prop_assert!(false, "found but lower failed: {e}"),
         }

@@ -51,7 +51,10 @@ fn ipv4_option_errors() {
         (&[94], XcpError::Truncated),
         (
             &[30, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            XcpError::WrongType(30),
+            XcpError::WrongType {
+                found: 30,
+                expected: 94,
+            },
         ),
         (&[94, 8, 0, 0, 0, 0, 0, 0], XcpError::BadLength(8)),
         (
@@ -74,6 +77,7 @@ fn ipv4_option_errors() {
     assert_eq!(
         SAMPLE.emit_padded(&mut [0; 15]),
         Err(XcpError::BufferTooSmall {
+            kind: 94,
             needed: 16,
             available: 15
         })
@@ -81,6 +85,7 @@ fn ipv4_option_errors() {
     assert_eq!(
         SAMPLE.emit(&mut [0; 13]),
         Err(XcpError::BufferTooSmall {
+            kind: 94,
             needed: 14,
             available: 13
         })
@@ -131,7 +136,7 @@ fn lower_in_options_only_lowers_and_only_touches_feedback() {
     assert!(diff.iter().all(|i| (11..15).contains(i)), "{diff:?}");
     assert_eq!(
         lower_feedback_in_place(&mut [1, 1, 0, 0], 5),
-        Err(XcpError::NotFound)
+        Err(XcpError::NotFound { kind: 94 })
     );
 }
 
@@ -214,7 +219,7 @@ fn packet_level_errors() {
     assert_eq!(find_in_packet(&none), Ok(None));
     assert_eq!(
         lower_feedback_in_packet(&mut none, 0),
-        Err(XcpError::NotFound)
+        Err(XcpError::NotFound { kind: 94 })
     );
     assert!(matches!(
         lower_feedback_in_packet(&mut [0x60; 40], 0),
@@ -229,7 +234,7 @@ fn packet_level_errors() {
     assert_eq!(find_in_packet(&frag), Ok(None));
     assert_eq!(
         lower_feedback_in_packet(&mut frag, 0),
-        Err(XcpError::NotFound)
+        Err(XcpError::NotFound { kind: 94 })
     );
     let _ = xcp_option::OPTION_TYPE;
 }
@@ -376,7 +381,7 @@ proptest! {
                 prop_assert_eq!(at2, at);
                 prop_assert_eq!(after.feedback_bytes, o.feedback_bytes.min(fb));
             }
-            (Ok(None), l) => prop_assert_eq!(l, Err(XcpError::NotFound)),
+            (Ok(None), l) => prop_assert_eq!(l, Err(XcpError::NotFound { kind: 94 })),
             (Err(e), l) => prop_assert_eq!(l, Err(e)),
             (Ok(Some(_)), Err(e)) => prop_assert!(false, "found but lower failed: {e}"),
         }

@@ -101,6 +101,28 @@ pub fn find_kind<T, E: From<OptionFault>>(
     Ok(None)
 }
 
+/// An encoded option did not fit the buffer it was to be written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoRoom {
+    /// Bytes the option needs.
+    pub(crate) needed: usize,
+    /// Bytes the buffer has.
+    pub(crate) available: usize,
+}
+
+/// Writes the encoded option `bytes` to the front of `buf` and returns its
+/// length: the one option writer behind the TCP options' and the IPv4
+/// options' `emit`, as [`find_kind`] is their one finder.
+pub(crate) fn write_option(bytes: &[u8], buf: &mut [u8]) -> Result<usize, NoRoom> {
+    let available = buf.len();
+    let dst = buf.get_mut(..bytes.len()).ok_or(NoRoom {
+        needed: bytes.len(),
+        available,
+    })?;
+    dst.copy_from_slice(bytes);
+    Ok(bytes.len())
+}
+
 impl fmt::Display for OptionFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

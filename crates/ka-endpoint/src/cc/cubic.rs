@@ -33,8 +33,8 @@
 //!   `W_max`, `W_max = cwnd · (1 + β)/2`, else `W_max = cwnd`.
 //! * RTO (§4.8): as a loss, but `cwnd = 1·SMSS`.
 
-use super::Controller;
 use super::window::{self, SlowStart};
+use super::{Ack, CongestionEvent, Controller};
 use crate::rtt::RttEstimator;
 use std::time::{Duration, Instant};
 
@@ -239,14 +239,14 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: usize,
-        app_limited: bool,
-        rtt: &RttEstimator,
-    ) {
+    fn on_ack(&mut self, ack: Ack<'_>) {
+        let Ack {
+            now,
+            sent,
+            bytes,
+            app_limited,
+            rtt,
+        } = ack;
         if window::ack_ignored(self.recovery_start, sent, bytes, app_limited) {
             return;
         }
@@ -274,14 +274,13 @@ impl Controller for Cubic {
         self.congestion_avoidance(now, bytes, rtt);
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_rto: bool,
-        bytes_in_flight: usize,
-    ) {
-        if !window::begin_episode(&mut self.recovery_start, now, sent, is_rto) {
+    fn on_congestion_event(&mut self, event: CongestionEvent) {
+        let CongestionEvent {
+            is_rto,
+            bytes_in_flight,
+            ..
+        } = event;
+        if !window::begin_episode(&mut self.recovery_start, event) {
             return;
         }
         let mss = self.mss as f64;
@@ -326,10 +325,6 @@ impl Controller for Cubic {
         self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
     }
 
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-
     fn name(&self) -> &'static str {
         "cubic"
     }
@@ -338,6 +333,7 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::events::tests::{ack, loss, rto};
     use crate::cc::window::tests::rtt;
     use std::time::Duration;
 
@@ -358,7 +354,7 @@ mod tests {
         let mut c = cubic();
         c.set_window(t0, 100 * MSS, 100 * MSS);
         let t1 = t0 + Duration::from_millis(1);
-        c.on_congestion_event(t1, t1, false, 100 * MSS);
+        c.on_congestion_event(loss(t1, t1, 100 * MSS));
         (c, t1)
     }
 
@@ -374,7 +370,7 @@ mod tests {
             let step = Duration::from_millis(rtt_ms) / segs as u32;
             for _ in 0..segs {
                 now += step;
-                c.on_ack(now, now, MSS, false, &r);
+                c.on_ack(ack(now, now, MSS, &r));
             }
             out.push(c.window() as f64 / MSS as f64);
         }
@@ -394,7 +390,7 @@ mod tests {
         let (mut c, t1) = lost_at_100_segments();
         // second loss below W_max = 100: W_max = 70 * 1.7 / 2 = 59.5
         let t2 = t1 + Duration::from_millis(1);
-        c.on_congestion_event(t2 + Duration::from_millis(1), t2, false, 70 * MSS);
+        c.on_congestion_event(loss(t2 + Duration::from_millis(1), t2, 70 * MSS));
         assert!((c.w_max() - 59.5).abs() < 1e-9, "{}", c.w_max());
         assert_eq!(c.window(), 49 * MSS);
     }
@@ -440,7 +436,7 @@ mod tests {
         let t0 = Instant::now();
         let mut c = cubic();
         c.set_window(t0, 40 * MSS, 40 * MSS);
-        c.on_congestion_event(t0 + Duration::from_millis(1), t0, true, 40 * MSS);
+        c.on_congestion_event(rto(t0 + Duration::from_millis(1), t0, 40 * MSS));
         assert_eq!(c.window(), MSS);
         assert_eq!(c.ssthresh(), 28 * MSS);
     }
@@ -479,7 +475,7 @@ mod tests {
             for _ in 0..segs {
                 now += Duration::from_millis(spacing_ms);
                 r.on_sample(rtt_of(segs));
-                c.on_ack(now, sent, MSS, false, &r);
+                c.on_ack(ack(now, sent, MSS, &r));
             }
             out.push(c.window() / MSS);
         }
@@ -526,7 +522,7 @@ mod tests {
         let (mut c, _) = slow_start_rounds(true, 4, 5, queue);
         assert!(c.hystart.found);
         let now = Instant::now() + Duration::from_secs(10);
-        c.on_congestion_event(now, now, true, c.window());
+        c.on_congestion_event(rto(now, now, c.window()));
         assert!(!c.hystart.found);
         assert_eq!(c.window(), MSS);
     }

@@ -35,14 +35,28 @@
 //! lost, not once per loss episode). Both name the transmission by its send
 //! time. A controller that says [`Controller::rate_based`] is paced at its
 //! [`Controller::pacing_rate`] whatever `TcpConfig::tcp_pacing` says.
+//!
+//! Every report is one small value with named fields ([`Ack`],
+//! [`CongestionEvent`], [`Feedback`], [`PacketSent`], [`PacketAcked`],
+//! [`PacketLost`]) rather than a list of positional arguments: a call site
+//! says what each number is, and a field that a new controller needs
+//! (delivery-rate samples for a BBR-style controller, RACK's reordering
+//! information) is one more field there, with no change to the signature
+//! of every controller.
+//!
+//! Controllers are configured by prototype: `Box<dyn Controller>` is
+//! `Clone` through [`ControllerClone`], which every `Clone` controller has
+//! without writing anything.
 
 mod cubic;
+mod events;
 mod newreno;
 mod pcc;
 mod window;
 mod xcp;
 
 pub use cubic::{Cubic, CubicConfig};
+pub use events::{Ack, CongestionEvent, Feedback, PacketAcked, PacketLost, PacketSent};
 pub use newreno::{NewReno, NewRenoConfig};
 pub use xcp::{Xcp, XcpVariant};
 
@@ -60,36 +74,40 @@ pub use pcc::{Pcc, PccConfig, PccPhase, VivaceUtility};
 
 use crate::rtt::RttEstimator;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+/// A boxed copy of a controller: what makes `Box<dyn Controller>` `Clone`.
+/// Every controller that is `Clone` has it through the blanket impl.
+pub trait ControllerClone {
+    /// A boxed copy (controllers are configured by prototype).
+    fn clone_box(&self) -> Box<dyn Controller>;
+}
+
+impl<T: Controller + Clone + 'static> ControllerClone for T {
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn Controller> {
+    fn clone(&self) -> Self {
+        self.as_ref().clone_box()
+    }
+}
 
 /// A TCP-mode congestion controller. All sizes are bytes.
-pub trait Controller: Send + fmt::Debug {
-    /// `bytes` were newly acknowledged (cumulatively or by SACK) by an ACK
-    /// arriving at `now`; `sent` is when the newest of them was (last) sent.
-    /// `app_limited` is true when the sender was not using its window, in
-    /// which case the window must not grow (RFC 7661 spirit).
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: usize,
-        app_limited: bool,
-        rtt: &RttEstimator,
-    );
+pub trait Controller: ControllerClone + Send + fmt::Debug {
+    /// An ACK newly acknowledged bytes (cumulatively or by SACK); see
+    /// [`Ack`]. When the sender was application-limited the window must
+    /// not grow.
+    fn on_ack(&mut self, ack: Ack<'_>);
 
-    /// A loss was detected. `sent` is when the lost segment was sent (events
-    /// for segments sent before the current recovery started are ignored).
-    /// `is_rto` selects the retransmission-timeout reaction (window collapses
-    /// to one segment, RFC 5681 §3.1) instead of fast recovery (window halves
-    /// for NewReno, × β for CUBIC). `bytes_in_flight` is RFC 5681's
-    /// FlightSize at the time of the event.
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_rto: bool,
-        bytes_in_flight: usize,
-    );
+    /// A loss was detected, or the retransmission timer fired; see
+    /// [`CongestionEvent`]. Events for segments sent before the current
+    /// recovery started are ignored; an RTO collapses the window to one
+    /// segment (RFC 5681 §3.1) instead of fast recovery (window halves for
+    /// NewReno, × β for CUBIC).
+    fn on_congestion_event(&mut self, event: CongestionEvent);
 
     /// The congestion window in bytes.
     fn window(&self) -> usize;
@@ -136,55 +154,35 @@ pub trait Controller: Send + fmt::Debug {
         None
     }
 
-    /// Explicit window feedback arrived: an XCP-Echo of `feedback` bytes on
-    /// an ACK at `now`; `sent` is when the newest segment the sender knows
-    /// acknowledged was sent. Default: ignored.
-    fn on_feedback(&mut self, _now: Instant, _sent: Instant, _feedback: i64, _rtt: &RttEstimator) {}
-
-    /// A boxed copy (controllers are configured by prototype).
-    fn clone_box(&self) -> Box<dyn Controller>;
+    /// Explicit window feedback arrived: an XCP-Echo on an ACK; see
+    /// [`Feedback`]. Default: ignored.
+    fn on_feedback(&mut self, feedback: Feedback<'_>) {
+        let _ = feedback;
+    }
 
     /// A short name for logs and statistics ("newreno", "cubic", "pcc").
     fn name(&self) -> &'static str;
 
-    /// A data segment (new data or a retransmission) left at `now`:
-    /// `bytes` of sequence space (payload plus FIN), `wire_bytes` with the
-    /// TCP and IP headers (what the pacer charges). Called before the pacer
-    /// schedules the next departure, so a rate changed here applies to it.
-    /// Default: ignored.
-    fn on_packet_sent(
-        &mut self,
-        now: Instant,
-        bytes: usize,
-        wire_bytes: usize,
-        rtt: &RttEstimator,
-    ) {
-        let _ = (now, bytes, wire_bytes, rtt);
+    /// A data segment (new data or a retransmission) left; see
+    /// [`PacketSent`]. Called before the pacer schedules the next
+    /// departure, so a rate changed here applies to it. Default: ignored.
+    fn on_packet_sent(&mut self, sent: PacketSent<'_>) {
+        let _ = sent;
     }
 
-    /// The transmission sent at `sent` (`bytes` of sequence space) was
-    /// delivered: the first ACK or SACK covering it arrived at `now`.
-    /// `rtt_sample` is, for a segment never retransmitted (Karn), the RTT
-    /// of the newest such segment the same ACK delivered (`now` minus its
-    /// send time: the ACK's own RTT, free of the wait an older segment had
-    /// at a delayed-ACK receiver), else `None`. Called per segment, before
+    /// A segment transmission was delivered: the first ACK or SACK covering
+    /// it arrived; see [`PacketAcked`]. Called per segment, before
     /// [`Controller::on_ack`] for the same ACK. Default: ignored.
-    fn on_packet_acked(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: usize,
-        rtt_sample: Option<Duration>,
-    ) {
-        let _ = (now, sent, bytes, rtt_sample);
+    fn on_packet_acked(&mut self, acked: PacketAcked) {
+        let _ = acked;
     }
 
-    /// The transmission sent at `sent` (`bytes` of sequence space) was
-    /// deemed lost at `now` (SACK rule, partial ACK, fast retransmit or
-    /// RTO): once per segment and transmission, unlike
-    /// [`Controller::on_congestion_event`]. Default: ignored.
-    fn on_packet_lost(&mut self, now: Instant, sent: Instant, bytes: usize) {
-        let _ = (now, sent, bytes);
+    /// A segment transmission was deemed lost (SACK rule, partial ACK, fast
+    /// retransmit or RTO): once per segment and transmission, unlike
+    /// [`Controller::on_congestion_event`]; see [`PacketLost`]. Default:
+    /// ignored.
+    fn on_packet_lost(&mut self, lost: PacketLost) {
+        let _ = lost;
     }
 
     /// Whether the controller is rate-based: the connection then paces at
@@ -280,4 +278,24 @@ impl CcAlgorithm {
 /// RFC 6928 initial window: `min(10·MSS, max(2·MSS, 14600))`.
 pub fn rfc6928_initial_window(mss: usize) -> usize {
     (10 * mss).min((2 * mss).max(14_600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::events::tests::ack;
+    use super::window::tests::rtt;
+    use super::*;
+
+    #[test]
+    fn boxed_controller_clone_is_an_independent_copy() {
+        let t0 = Instant::now();
+        let mut a = CcAlgorithm::Cubic.build(1000, 10_000);
+        a.set_window(t0, 20_000, 40_000);
+        let b = a.clone();
+        assert_eq!(b.name(), "cubic");
+        assert_eq!((b.window(), b.ssthresh()), (20_000, 40_000));
+        a.on_ack(ack(t0, t0, 2000, &rtt(100)));
+        assert_eq!(a.window(), 22_000);
+        assert_eq!(b.window(), 20_000);
+    }
 }

@@ -22,9 +22,8 @@
 //! an ACK of several segments that ends slow start also takes one
 //! congestion-avoidance step with the segments it has left.
 
-use super::Controller;
 use super::window::{self, SlowStart};
-use crate::rtt::RttEstimator;
+use super::{Ack, CongestionEvent, Controller};
 use std::time::Instant;
 
 /// NewReno parameters.
@@ -76,15 +75,9 @@ impl NewReno {
 }
 
 impl Controller for NewReno {
-    fn on_ack(
-        &mut self,
-        _now: Instant,
-        sent: Instant,
-        bytes: usize,
-        app_limited: bool,
-        _rtt: &RttEstimator,
-    ) {
-        if window::ack_ignored(self.recovery_start, sent, bytes, app_limited) {
+    fn on_ack(&mut self, ack: Ack<'_>) {
+        let bytes = ack.bytes;
+        if window::ack_ignored(self.recovery_start, ack.sent, bytes, ack.app_limited) {
             return;
         }
         if !self.byte_counting {
@@ -112,17 +105,12 @@ impl Controller for NewReno {
         }
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_rto: bool,
-        bytes_in_flight: usize,
-    ) {
-        if !window::begin_episode(&mut self.recovery_start, now, sent, is_rto) {
+    fn on_congestion_event(&mut self, event: CongestionEvent) {
+        if !window::begin_episode(&mut self.recovery_start, event) {
             return;
         }
-        (self.cwnd, self.ssthresh) = window::after_loss(bytes_in_flight / 2, self.mss, is_rto);
+        (self.cwnd, self.ssthresh) =
+            window::after_loss(event.bytes_in_flight / 2, self.mss, event.is_rto);
         self.bytes_acked = 0;
     }
 
@@ -144,10 +132,6 @@ impl Controller for NewReno {
         self.cwnd = self.cwnd.max(self.mss);
     }
 
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-
     fn name(&self) -> &'static str {
         "newreno"
     }
@@ -156,6 +140,7 @@ impl Controller for NewReno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::events::tests::{ack, loss, rto};
     use crate::cc::window::tests::rtt;
     use std::time::Duration;
 
@@ -181,18 +166,18 @@ mod tests {
         c.set_window(t0, MSS, 8 * MSS);
         let t1 = t0 + Duration::from_millis(1);
         // slow start: +1 MSS per ACK whatever it covers
-        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        c.on_ack(ack(t1, t1, 2 * MSS, &r));
         assert_eq!(c.window(), 2 * MSS);
         for _ in 0..5 {
-            c.on_ack(t1, t1, 2 * MSS, false, &r);
+            c.on_ack(ack(t1, t1, 2 * MSS, &r));
         }
         assert_eq!(c.window(), 7 * MSS);
         // the ACK that reaches ssthresh spends its second segment on a
         // congestion-avoidance step (ns-3's IncreaseWindow): 8 MSS + 125
-        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        c.on_ack(ack(t1, t1, 2 * MSS, &r));
         assert_eq!(c.window(), 8 * MSS + MSS / 8);
         // congestion avoidance: MSS²/cwnd per ACK (123 bytes at 8.125 MSS)
-        c.on_ack(t1, t1, 2 * MSS, false, &r);
+        c.on_ack(ack(t1, t1, 2 * MSS, &r));
         assert_eq!(c.window(), 8 * MSS + MSS / 8 + 123);
         // the slow-start step is a whole MSS even past ssthresh (ns-3's
         // SlowStart): 65 535-byte ssthresh, 1448-byte MSS → 46 segments
@@ -202,19 +187,22 @@ mod tests {
             byte_counting: false,
         });
         big.set_window(t0, 45 * 1448, 65_535);
-        big.on_ack(t1, t1, 1448, false, &r);
+        big.on_ack(ack(t1, t1, 1448, &r));
         assert_eq!(big.window(), 46 * 1448);
         // with one ACK per two segments: about half an MSS per window
         let mut acks = 0;
         let start = c.window();
         while c.window() < start + MSS {
-            c.on_ack(t1, t1, 2 * MSS, false, &r);
+            c.on_ack(ack(t1, t1, 2 * MSS, &r));
             acks += 1;
         }
         assert!((7..=9).contains(&acks), "{acks} ACKs for one MSS");
         // no growth when app-limited or in recovery, as with byte counting
         let w = c.window();
-        c.on_ack(t1, t1, MSS, true, &r);
+        c.on_ack(Ack {
+            app_limited: true,
+            ..ack(t1, t1, MSS, &r)
+        });
         assert_eq!(c.window(), w);
     }
 
@@ -227,7 +215,7 @@ mod tests {
         for round in 0..3 {
             let segs = c.window() / MSS;
             for _ in 0..segs {
-                c.on_ack(t0, t0, MSS, false, &r);
+                c.on_ack(ack(t0, t0, MSS, &r));
             }
             assert_eq!(c.window(), (10 * MSS) << (round + 1));
         }
@@ -237,7 +225,7 @@ mod tests {
     fn slow_start_abc_limit_is_two_segments() {
         let t0 = Instant::now();
         let mut c = nr();
-        c.on_ack(t0, t0, 5 * MSS, false, &rtt(100));
+        c.on_ack(ack(t0, t0, 5 * MSS, &rtt(100)));
         assert_eq!(c.window(), 12 * MSS);
     }
 
@@ -250,17 +238,17 @@ mod tests {
         let t1 = t0 + Duration::from_millis(1);
         // acking 9 full segments: no growth yet; the 10th: +1 MSS
         for _ in 0..9 {
-            c.on_ack(t1, t1, MSS, false, &r);
+            c.on_ack(ack(t1, t1, MSS, &r));
         }
         assert_eq!(c.window(), 10 * MSS);
-        c.on_ack(t1, t1, MSS, false, &r);
+        c.on_ack(ack(t1, t1, MSS, &r));
         assert_eq!(c.window(), 11 * MSS);
         // next increment needs 11 segments
         for _ in 0..10 {
-            c.on_ack(t1, t1, MSS, false, &r);
+            c.on_ack(ack(t1, t1, MSS, &r));
         }
         assert_eq!(c.window(), 11 * MSS);
-        c.on_ack(t1, t1, MSS, false, &r);
+        c.on_ack(ack(t1, t1, MSS, &r));
         assert_eq!(c.window(), 12 * MSS);
     }
 
@@ -269,18 +257,18 @@ mod tests {
         let t0 = Instant::now();
         let mut c = nr();
         let t1 = t0 + Duration::from_millis(10);
-        c.on_congestion_event(t1, t0, false, 40 * MSS);
+        c.on_congestion_event(loss(t1, t0, 40 * MSS));
         assert_eq!(c.ssthresh(), 20 * MSS);
         assert_eq!(c.window(), 20 * MSS);
         // a second loss from the same window does not halve again
-        c.on_congestion_event(t1 + Duration::from_millis(1), t0, false, 20 * MSS);
+        c.on_congestion_event(loss(t1 + Duration::from_millis(1), t0, 20 * MSS));
         assert_eq!(c.window(), 20 * MSS);
         // acks of old segments do not grow the window during recovery
-        c.on_ack(t1, t0, MSS, false, &rtt(100));
+        c.on_ack(ack(t1, t0, MSS, &rtt(100)));
         assert_eq!(c.window(), 20 * MSS);
         // a loss of a segment sent after recovery started is a new episode
         let t2 = t1 + Duration::from_millis(5);
-        c.on_congestion_event(t2 + Duration::from_millis(100), t2, false, 20 * MSS);
+        c.on_congestion_event(loss(t2 + Duration::from_millis(100), t2, 20 * MSS));
         assert_eq!(c.window(), 10 * MSS);
     }
 
@@ -288,7 +276,7 @@ mod tests {
     fn rto_collapses_to_one_segment_and_floor_is_two() {
         let t0 = Instant::now();
         let mut c = nr();
-        c.on_congestion_event(t0, t0, true, 3 * MSS);
+        c.on_congestion_event(rto(t0, t0, 3 * MSS));
         assert_eq!(c.window(), MSS);
         assert_eq!(c.ssthresh(), 2 * MSS);
         assert!(c.in_slow_start());
@@ -298,7 +286,10 @@ mod tests {
     fn app_limited_does_not_grow() {
         let t0 = Instant::now();
         let mut c = nr();
-        c.on_ack(t0, t0, MSS, true, &rtt(100));
+        c.on_ack(Ack {
+            app_limited: true,
+            ..ack(t0, t0, MSS, &rtt(100))
+        });
         assert_eq!(c.window(), 10 * MSS);
     }
 

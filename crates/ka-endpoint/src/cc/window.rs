@@ -3,6 +3,7 @@
 //! one reaction per loss episode, and the floors on window and threshold.
 //! Each controller keeps its own fields; these functions work on them.
 
+use super::CongestionEvent;
 use std::time::Instant;
 
 /// Whether a segment sent at `sent` belongs to the loss episode that began
@@ -24,20 +25,15 @@ pub(super) fn ack_ignored(
     app_limited || in_recovery(recovery_start, sent) || bytes == 0
 }
 
-/// Begins a loss episode at `now` and returns `true`, or returns `false`
-/// (and changes nothing) for a fast-retransmit loss of a segment sent before
-/// the current episode began: one reaction per episode. An RTO always
-/// begins a new one.
-pub(super) fn begin_episode(
-    recovery_start: &mut Option<Instant>,
-    now: Instant,
-    sent: Instant,
-    is_rto: bool,
-) -> bool {
-    if !is_rto && in_recovery(*recovery_start, sent) {
+/// Begins a loss episode at the event's `now` and returns `true`, or
+/// returns `false` (and changes nothing) for a fast-retransmit loss of a
+/// segment sent before the current episode began: one reaction per episode.
+/// An RTO always begins a new one.
+pub(super) fn begin_episode(recovery_start: &mut Option<Instant>, event: CongestionEvent) -> bool {
+    if !event.is_rto && in_recovery(*recovery_start, event.sent) {
         return false;
     }
-    *recovery_start = Some(now);
+    *recovery_start = Some(event.now);
     true
 }
 
@@ -95,6 +91,7 @@ pub(super) fn slow_start(cwnd: &mut usize, ssthresh: usize, mss: usize, bytes: u
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::cc::events::tests::{loss, rto};
     use crate::rtt::RttEstimator;
     use std::time::Duration;
 
@@ -128,16 +125,14 @@ pub(super) mod tests {
         let t0 = Instant::now();
         let t1 = t0 + Duration::from_millis(1);
         let mut rs = None;
-        assert!(begin_episode(&mut rs, t1, t0, false));
+        assert!(begin_episode(&mut rs, loss(t1, t0, 0)));
         assert_eq!(rs, Some(t1));
-        assert!(!begin_episode(&mut rs, t1, t0, false));
+        assert!(!begin_episode(&mut rs, loss(t1, t0, 0)));
         assert!(ack_ignored(rs, t1, 1, false));
         assert!(!ack_ignored(rs, t1 + Duration::from_millis(1), 1, false));
         assert!(begin_episode(
             &mut rs,
-            t1 + Duration::from_millis(2),
-            t0,
-            true
+            rto(t1 + Duration::from_millis(2), t0, 0)
         ));
         assert_eq!(after_loss(1, 10, false), (20, 20));
         assert_eq!(after_loss(50, 10, true), (10, 50));

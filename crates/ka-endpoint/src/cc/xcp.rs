@@ -68,7 +68,7 @@
 //! feedback again, from the reduced window.
 
 use super::window;
-use super::{Controller, FeedbackRequest};
+use super::{Ack, CongestionEvent, Controller, Feedback, FeedbackRequest};
 use crate::rtt::RttEstimator;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -188,24 +188,23 @@ impl Xcp {
 }
 
 impl Controller for Xcp {
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        _sent: Instant,
-        _bytes: usize,
-        _app_limited: bool,
-        _rtt: &RttEstimator,
-    ) {
+    fn on_ack(&mut self, ack: Ack<'_>) {
         // The window moves by feedback only; ACKs just advance the ramps.
-        self.advance(now);
+        self.advance(ack.now);
     }
 
-    fn on_feedback(&mut self, now: Instant, sent: Instant, feedback: i64, rtt: &RttEstimator) {
+    fn on_feedback(&mut self, feedback: Feedback<'_>) {
+        let Feedback {
+            now,
+            sent,
+            bytes,
+            rtt,
+        } = feedback;
         self.advance(now);
-        if feedback > 0 && window::in_recovery(self.recovery_start, sent) {
+        if bytes > 0 && window::in_recovery(self.recovery_start, sent) {
             return;
         }
-        let fb = feedback as f64;
+        let fb = bytes as f64;
         let srtt = rtt.srtt().filter(|d| !d.is_zero());
         match (self.variant, srtt) {
             (XcpVariant::Rate | XcpVariant::PureRate, Some(d))
@@ -229,18 +228,13 @@ impl Controller for Xcp {
         }
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_rto: bool,
-        bytes_in_flight: usize,
-    ) {
-        self.advance(now);
-        if !window::begin_episode(&mut self.recovery_start, now, sent, is_rto) {
+    fn on_congestion_event(&mut self, event: CongestionEvent) {
+        self.advance(event.now);
+        if !window::begin_episode(&mut self.recovery_start, event) {
             return;
         }
-        let (cwnd, ssthresh) = window::after_loss(bytes_in_flight / 2, self.mss, is_rto);
+        let (cwnd, ssthresh) =
+            window::after_loss(event.bytes_in_flight / 2, self.mss, event.is_rto);
         self.ssthresh = ssthresh;
         self.set_cwnd(cwnd as f64);
         self.clear_ramps();
@@ -320,10 +314,6 @@ impl Controller for Xcp {
         })
     }
 
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-
     fn name(&self) -> &'static str {
         match self.variant {
             XcpVariant::Window => "xcp",
@@ -336,6 +326,7 @@ impl Controller for Xcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::events::tests::{ack, feedback, loss, rto};
     use crate::cc::window::tests::rtt;
 
     const MSS: usize = 1000;
@@ -350,13 +341,13 @@ mod tests {
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Window, MSS, 10 * MSS);
         // ACKs alone do nothing
-        c.on_ack(t0, t0, 5 * MSS, false, &r);
+        c.on_ack(ack(t0, t0, 5 * MSS, &r));
         assert_eq!(c.window(), 10 * MSS);
-        c.on_feedback(t0, t0, 2500, &r);
+        c.on_feedback(feedback(t0, t0, 2500, &r));
         assert_eq!(c.window(), 12_500);
-        c.on_feedback(t0, t0, -1_000_000, &r);
+        c.on_feedback(feedback(t0, t0, -1_000_000, &r));
         assert_eq!(c.window(), MSS, "floored at one MSS");
-        c.on_feedback(t0, t0, i64::from(i32::MAX) * 4, &r);
+        c.on_feedback(feedback(t0, t0, i64::from(i32::MAX) * 4, &r));
         assert_eq!(c.window(), u32::MAX as usize, "H_cwnd must fit");
         assert!(!c.in_slow_start());
     }
@@ -387,24 +378,24 @@ mod tests {
         let t0 = Instant::now();
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Window, MSS, 10 * MSS);
-        c.on_feedback(t0, t0, 30_000, &r);
+        c.on_feedback(feedback(t0, t0, 30_000, &r));
         assert_eq!(c.window(), 40 * MSS);
         let t1 = t0 + ms(50);
-        c.on_congestion_event(t1, t0, false, 40 * MSS);
+        c.on_congestion_event(loss(t1, t0, 40 * MSS));
         assert_eq!((c.window(), c.ssthresh()), (20 * MSS, 20 * MSS));
         // same episode: no second halving; old positive feedback ignored,
         // negative feedback applied
-        c.on_congestion_event(t1 + ms(1), t0, false, 30 * MSS);
+        c.on_congestion_event(loss(t1 + ms(1), t0, 30 * MSS));
         assert_eq!(c.window(), 20 * MSS);
-        c.on_feedback(t1 + ms(2), t0, 5000, &r);
+        c.on_feedback(feedback(t1 + ms(2), t0, 5000, &r));
         assert_eq!(c.window(), 20 * MSS);
-        c.on_feedback(t1 + ms(2), t0, -1000, &r);
+        c.on_feedback(feedback(t1 + ms(2), t0, -1000, &r));
         assert_eq!(c.window(), 19 * MSS);
         // segments sent after the episode began count again
-        c.on_feedback(t1 + ms(3), t1 + ms(1), 1000, &r);
+        c.on_feedback(feedback(t1 + ms(3), t1 + ms(1), 1000, &r));
         assert_eq!(c.window(), 20 * MSS);
         // RTO: one segment
-        c.on_congestion_event(t1 + ms(400), t1, true, 20 * MSS);
+        c.on_congestion_event(rto(t1 + ms(400), t1, 20 * MSS));
         assert_eq!((c.window(), c.ssthresh()), (MSS, 10 * MSS));
     }
 
@@ -414,26 +405,26 @@ mod tests {
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Rate, MSS, 10 * MSS);
         assert!(c.rate_based());
-        c.on_ack(t0, t0, 0, false, &r);
-        c.on_feedback(t0, t0, 10_000, &r);
+        c.on_ack(ack(t0, t0, 0, &r));
+        c.on_feedback(feedback(t0, t0, 10_000, &r));
         assert_eq!(c.cwnd(), 10 * MSS, "nothing applied yet");
         assert_eq!(c.window(), 12 * MSS, "two segments of slack");
-        c.on_ack(t0 + ms(50), t0, MSS, false, &r);
+        c.on_ack(ack(t0 + ms(50), t0, MSS, &r));
         assert_eq!(c.cwnd(), 15 * MSS, "half after half an srtt");
         // a second, negative ramp from 50 ms on
-        c.on_feedback(t0 + ms(50), t0, -4000, &r);
-        c.on_ack(t0 + ms(100), t0, MSS, false, &r);
+        c.on_feedback(feedback(t0 + ms(50), t0, -4000, &r));
+        c.on_ack(ack(t0 + ms(100), t0, MSS, &r));
         assert_eq!(c.cwnd(), 18 * MSS, "first done, second half way");
-        c.on_ack(t0 + ms(400), t0, MSS, false, &r);
+        c.on_ack(ack(t0 + ms(400), t0, MSS, &r));
         assert_eq!(c.cwnd(), 16 * MSS);
         assert_eq!(c.ramps(), 0);
         // pacing at exactly cwnd/srtt: 16 000 B / 0.1 s
         let p = c.pacing_rate(&r).unwrap();
         assert!((p - 160_000.0).abs() < 1e-6, "{p}");
         // a loss drops pending ramps
-        c.on_feedback(t0 + ms(400), t0 + ms(300), 50_000, &r);
-        c.on_congestion_event(t0 + ms(410), t0 + ms(300), false, 16 * MSS);
-        c.on_ack(t0 + ms(900), t0 + ms(800), MSS, false, &r);
+        c.on_feedback(feedback(t0 + ms(400), t0 + ms(300), 50_000, &r));
+        c.on_congestion_event(loss(t0 + ms(410), t0 + ms(300), 16 * MSS));
+        c.on_ack(ack(t0 + ms(900), t0 + ms(800), MSS, &r));
         assert_eq!(c.cwnd(), 8 * MSS);
         assert_eq!(c.ramps(), 0);
     }
@@ -461,10 +452,10 @@ mod tests {
         // Room for a base RTT of queue before the window binds.
         assert_eq!(c.window(), 22 * MSS);
         // Feedback still ramps over srtt.
-        c.on_ack(t0, t0, 0, false, &r);
-        c.on_feedback(t0, t0, 10_000, &r);
+        c.on_ack(ack(t0, t0, 0, &r));
+        c.on_feedback(feedback(t0, t0, 10_000, &r));
         assert_eq!(c.cwnd(), 10 * MSS);
-        c.on_ack(t0 + r.srtt().unwrap(), t0, MSS, false, &r);
+        c.on_ack(ack(t0 + r.srtt().unwrap(), t0, MSS, &r));
         assert_eq!(c.cwnd(), 20 * MSS);
     }
 
@@ -474,10 +465,10 @@ mod tests {
         let r = rtt(100);
         let mut c = Xcp::new(XcpVariant::Rate, MSS, 10 * MSS);
         for _ in 0..Xcp::MAX_RAMPS {
-            c.on_feedback(t0, t0, 1, &r);
+            c.on_feedback(feedback(t0, t0, 1, &r));
         }
         assert_eq!(c.ramps(), Xcp::MAX_RAMPS);
-        c.on_feedback(t0, t0, 5000, &r);
+        c.on_feedback(feedback(t0, t0, 5000, &r));
         assert_eq!(c.ramps(), Xcp::MAX_RAMPS);
         assert_eq!(c.cwnd(), 15 * MSS, "applied at once beyond the cap");
     }

@@ -84,6 +84,7 @@
 //! [`EcnMode::Accept`]: crate::EcnMode::Accept
 
 use super::{Connection, ModeReason};
+use crate::cc::CongestionEvent;
 use ka_codec::wire::ecn::Ecn;
 use ka_codec::wire::tcp::{ACK, CWR, ECE, SYN};
 use std::time::Instant;
@@ -209,7 +210,12 @@ impl Connection {
         }
         self.stats.ece_reactions += 1;
         self.ka_on_congestion(now, ModeReason::Ecn);
-        self.cc.on_congestion_event(now, now, false, flight);
+        self.cc.on_congestion_event(CongestionEvent {
+            now,
+            sent: now,
+            is_rto: false,
+            bytes_in_flight: flight,
+        });
         self.ecn_window_reduced();
     }
 

@@ -2,6 +2,7 @@
 
 use super::send::SegFate;
 use super::{CloseReason, Connection, Event, PendingRst, Recovery, State, unwrap_seq};
+use crate::cc::{Ack, CongestionEvent, PacketAcked, PacketLost};
 use ka_codec::wire::tcp::{ACK, ECE, FIN, RST, SYN, TcpRepr};
 use std::time::{Duration, Instant};
 
@@ -324,8 +325,13 @@ impl Connection {
                 && (outstanding_before as usize) + self.snd_mss < self.cwnd();
             self.report_segments(now);
             if let (super::Mode::Tcp, Some(sent)) = (self.ka.mode, acked.newest_sent) {
-                self.cc
-                    .on_ack(now, sent, acked.bytes as usize, app_limited, &self.rtt);
+                self.cc.on_ack(Ack {
+                    now,
+                    sent,
+                    bytes: acked.bytes as usize,
+                    app_limited,
+                    rtt: &self.rtt,
+                });
             }
             // recovery progress
             if let Some(mut rec) = self.recovery {
@@ -403,10 +409,18 @@ impl Connection {
                 SegFate::Acked { rtt_valid } => {
                     let sample =
                         rtt_valid.then(|| now.saturating_duration_since(newest.unwrap_or(r.sent)));
-                    self.cc
-                        .on_packet_acked(now, r.sent, r.bytes as usize, sample);
+                    self.cc.on_packet_acked(PacketAcked {
+                        now,
+                        sent: r.sent,
+                        bytes: r.bytes as usize,
+                        rtt_sample: sample,
+                    });
                 }
-                SegFate::Lost => self.cc.on_packet_lost(now, r.sent, r.bytes as usize),
+                SegFate::Lost => self.cc.on_packet_lost(PacketLost {
+                    now,
+                    sent: r.sent,
+                    bytes: r.bytes as usize,
+                }),
             }
         }
     }
@@ -434,7 +448,12 @@ impl Connection {
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.stats.fast_retransmits += 1;
         self.ka_on_loss(now, false);
-        self.cc.on_congestion_event(now, sent, false, flight);
+        self.cc.on_congestion_event(CongestionEvent {
+            now,
+            sent,
+            is_rto: false,
+            bytes_in_flight: flight,
+        });
         self.ecn_window_reduced();
         let reno = if self.sack_ok {
             0
@@ -494,7 +513,12 @@ impl Connection {
         let flight = self.sb.outstanding().saturating_sub(self.sb.sacked_bytes()) as usize;
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.ka_on_loss(now, true);
-        self.cc.on_congestion_event(now, sent, true, flight);
+        self.cc.on_congestion_event(CongestionEvent {
+            now,
+            sent,
+            is_rto: true,
+            bytes_in_flight: flight,
+        });
         self.ecn_window_reduced();
         if self.retries >= 2 {
             // the receiver may have reneged on SACKed data (RFC 2018 §8)

@@ -2,6 +2,7 @@
 //! indicators and pacing), FIN, pure ACKs, RST.
 
 use super::{Connection, Mode, PendingRst, State, Transmit};
+use crate::cc::PacketSent;
 use ka_codec::rtt::{INDICATOR_BASE, INDICATOR_MAX};
 use ka_codec::wire::checksum;
 use ka_codec::wire::ecn::Ecn;
@@ -241,7 +242,12 @@ impl Connection {
             }
             if data_len > 0 {
                 let wire = self.ip_header_len + t.len;
-                self.cc.on_packet_sent(now, len as usize, wire, &self.rtt);
+                self.cc.on_packet_sent(PacketSent {
+                    now,
+                    bytes: len as usize,
+                    wire_bytes: wire,
+                    rtt: &self.rtt,
+                });
             }
             self.pacer_on_send(now, self.ip_header_len + t.len);
             return Some(t);
@@ -377,8 +383,12 @@ impl Connection {
         }
         if len > 0 {
             let wire = self.ip_header_len + t.len;
-            self.cc
-                .on_packet_sent(now, (end - seq) as usize, wire, &self.rtt);
+            self.cc.on_packet_sent(PacketSent {
+                now,
+                bytes: (end - seq) as usize,
+                wire_bytes: wire,
+                rtt: &self.rtt,
+            });
             self.pacer_on_send(now, wire);
         }
         Some(t)

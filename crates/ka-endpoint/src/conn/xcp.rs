@@ -36,6 +36,7 @@
 //!   plain-TCP DF policy.
 
 use super::Connection;
+use crate::cc::Feedback;
 use crate::config::TcpConfig;
 use ka_codec::XcpOption;
 use ka_codec::options::XcpEcho;
@@ -124,8 +125,12 @@ impl Connection {
         }
         self.stats.xcp_echoes += 1;
         let sent = self.ka.last_acked_sent.unwrap_or(now);
-        self.cc
-            .on_feedback(now, sent, i64::from(echo.feedback_bytes), &self.rtt);
+        self.cc.on_feedback(Feedback {
+            now,
+            sent,
+            bytes: i64::from(echo.feedback_bytes),
+            rtt: &self.rtt,
+        });
     }
 
     /// The IPv4 XCP option for a data segment of ours sent now.

@@ -152,7 +152,7 @@ mod vivace;
 
 pub use vivace::VivaceUtility;
 
-use super::Controller;
+use super::{Ack, CongestionEvent, Controller, PacketAcked, PacketLost, PacketSent};
 use crate::rtt::RttEstimator;
 use monitor::{MonitorInterval, Role};
 use std::collections::VecDeque;
@@ -566,26 +566,13 @@ impl Pcc {
 }
 
 impl Controller for Pcc {
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        _sent: Instant,
-        _bytes: usize,
-        _app_limited: bool,
-        rtt: &RttEstimator,
-    ) {
-        self.observe_rtt(rtt);
-        self.process(now);
+    fn on_ack(&mut self, ack: Ack<'_>) {
+        self.observe_rtt(ack.rtt);
+        self.process(ack.now);
     }
 
-    fn on_congestion_event(
-        &mut self,
-        _now: Instant,
-        _sent: Instant,
-        is_rto: bool,
-        _bytes_in_flight: usize,
-    ) {
-        if !is_rto || self.base.is_none() {
+    fn on_congestion_event(&mut self, event: CongestionEvent) {
+        if !event.is_rto || self.base.is_none() {
             return;
         }
         self.rtos_without_result += 1;
@@ -648,21 +635,17 @@ impl Controller for Pcc {
         self.base.map(|_| self.rate)
     }
 
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-
     fn name(&self) -> &'static str {
         "pcc"
     }
 
-    fn on_packet_sent(
-        &mut self,
-        now: Instant,
-        bytes: usize,
-        wire_bytes: usize,
-        rtt: &RttEstimator,
-    ) {
+    fn on_packet_sent(&mut self, sent: PacketSent<'_>) {
+        let PacketSent {
+            now,
+            bytes,
+            wire_bytes,
+            rtt,
+        } = sent;
         self.observe_rtt(rtt);
         if self.base.is_none() {
             let first = self.cfg.initial_window as f64 / self.srtt.as_secs_f64().max(1e-6);
@@ -698,13 +681,13 @@ impl Controller for Pcc {
         }
     }
 
-    fn on_packet_acked(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: usize,
-        rtt_sample: Option<Duration>,
-    ) {
+    fn on_packet_acked(&mut self, acked: PacketAcked) {
+        let PacketAcked {
+            now,
+            sent,
+            bytes,
+            rtt_sample,
+        } = acked;
         if let Some(mi) = self.mi_for(sent) {
             mi.on_acked(sent, bytes, rtt_sample);
         }
@@ -717,11 +700,11 @@ impl Controller for Pcc {
         self.process(now);
     }
 
-    fn on_packet_lost(&mut self, now: Instant, sent: Instant, bytes: usize) {
-        if let Some(mi) = self.mi_for(sent) {
-            mi.on_lost(bytes);
+    fn on_packet_lost(&mut self, lost: PacketLost) {
+        if let Some(mi) = self.mi_for(lost.sent) {
+            mi.on_lost(lost.bytes);
         }
-        self.process(now);
+        self.process(lost.now);
     }
 
     fn rate_based(&self) -> bool {

@@ -2,6 +2,7 @@
 //! and through a one-queue drop-tail link for its dynamics.
 
 use super::*;
+use crate::cc::events::tests::{ack, loss, packet_acked, packet_lost, packet_sent, rto};
 use crate::cc::window::tests::rtt;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -77,7 +78,8 @@ impl Link {
 
     fn send(&mut self) {
         let now = self.now;
-        self.pcc.on_packet_sent(now, MSS, WIRE, &self.est);
+        self.pcc
+            .on_packet_sent(packet_sent(now, MSS, WIRE, &self.est));
         self.sent += 1;
         let backlog = self.busy_until.saturating_duration_since(now).as_secs_f64() * self.capacity;
         let serialise = Duration::from_secs_f64(WIRE as f64 / self.capacity);
@@ -121,10 +123,11 @@ impl Link {
                 match fate {
                     Some(r) => {
                         self.est.on_sample(r);
-                        self.pcc.on_packet_acked(next, sent, MSS, Some(r));
-                        self.pcc.on_ack(next, sent, MSS, false, &self.est);
+                        self.pcc
+                            .on_packet_acked(packet_acked(next, sent, MSS, Some(r)));
+                        self.pcc.on_ack(ack(next, sent, MSS, &self.est));
                     }
-                    None => self.pcc.on_packet_lost(next, sent, MSS),
+                    None => self.pcc.on_packet_lost(packet_lost(next, sent, MSS)),
                 }
             } else {
                 self.send();
@@ -150,7 +153,7 @@ fn paced_from_the_first_packet_and_window_never_limits() {
     assert!(p.rate_based());
     assert_eq!(p.pacing_rate(&r), None, "no rate before the first packet");
     assert_eq!(p.window(), 10 * MSS);
-    p.on_packet_sent(t0, MSS, WIRE, &r);
+    p.on_packet_sent(packet_sent(t0, MSS, WIRE, &r));
     let first = p.pacing_rate(&r).unwrap();
     assert!((first - (10 * MSS) as f64 / 0.040).abs() < 1.0, "{first}");
     assert_eq!(p.phase(), PccPhase::Starting);
@@ -159,7 +162,7 @@ fn paced_from_the_first_packet_and_window_never_limits() {
     // window ≥ 2 · rate · srtt
     assert!(p.window() as f64 >= 2.0 * first * 0.040 - 1.0);
     // fast-retransmit episodes leave the rate alone
-    p.on_congestion_event(t0, t0, false, 10 * MSS);
+    p.on_congestion_event(loss(t0, t0, 10 * MSS));
     assert_eq!(p.pacing_rate(&r), Some(first));
 }
 
@@ -173,22 +176,22 @@ fn starting_phase_doubles_only_after_a_better_result() {
     let first_sent: Vec<Instant> = (0..12)
         .map(|i| {
             let t = t0 + ms(i * 4);
-            p.on_packet_sent(t, MSS, WIRE, &r);
+            p.on_packet_sent(packet_sent(t, MSS, WIRE, &r));
             t
         })
         .collect();
     let r1 = p.pacing_rate(&r).unwrap();
     // the next MI holds the rate: MI 1's result is not in yet
     now += ms(48);
-    p.on_packet_sent(now, MSS, WIRE, &r);
+    p.on_packet_sent(packet_sent(now, MSS, WIRE, &r));
     assert_eq!(p.pacing_rate(&r), Some(r1));
     // MI 1 comes back clean: u(r1) > 0, so the following MI doubles
     for s in &first_sent {
-        p.on_packet_acked(*s + ms(40), *s, MSS, Some(ms(40)));
+        p.on_packet_acked(packet_acked(*s + ms(40), *s, MSS, Some(ms(40))));
     }
     assert_eq!(p.phase(), PccPhase::Starting);
     now += ms(48);
-    p.on_packet_sent(now, MSS, WIRE, &r);
+    p.on_packet_sent(packet_sent(now, MSS, WIRE, &r));
     assert_eq!(p.pacing_rate(&r), Some(2.0 * r1));
 }
 
@@ -262,12 +265,12 @@ fn drive(p: &mut Pcc, now: &mut Instant, rounds: u64, gradient: impl Fn(Role, f6
                     unreachable!()
                 };
                 *now = d;
-                p.on_packet_acked(d, sent, MSS, Some(rtt_sample));
-                p.on_ack(d, sent, MSS, false, &r);
+                p.on_packet_acked(packet_acked(d, sent, MSS, Some(rtt_sample)));
+                p.on_ack(ack(d, sent, MSS, &r));
             }
             _ => {
                 *now = next_send;
-                p.on_packet_sent(next_send, MSS, WIRE, &r);
+                p.on_packet_sent(packet_sent(next_send, MSS, WIRE, &r));
                 let mi = p.mis.back().expect("an open MI");
                 let g = gradient(mi.role, mbps(mi.rate));
                 let queued = Duration::from_secs_f64(g * (next_send - mi.start).as_secs_f64());
@@ -285,7 +288,7 @@ fn probing(seed: u64) -> (Pcc, Instant) {
     let r = rtt(40);
     let t0 = Instant::now();
     let mut p = pcc(seed);
-    p.on_packet_sent(t0, MSS, WIRE, &r);
+    p.on_packet_sent(packet_sent(t0, MSS, WIRE, &r));
     // hand over a base rate of 2 MB/s (16 Mbit/s) in the probing phase
     p.set_window(t0, 80_000, 80_000);
     assert_eq!(p.phase(), PccPhase::Probing);
@@ -349,15 +352,15 @@ fn rto_restarts_at_the_delivered_rate_and_halves_when_blind() {
     // one clean round: the last evaluated MI delivered its full rate
     drive(&mut p, &mut now, 1, |_, _| 0.0);
     let base = p.base_rate().unwrap();
-    p.on_congestion_event(now, now, true, 0);
+    p.on_congestion_event(rto(now, now, 0));
     let after_one = p.base_rate().unwrap();
     assert!(
         after_one <= base && after_one > 0.8 * base,
         "{base} → {after_one}"
     );
     // a second RTO with no MI result in between: halve
-    p.on_packet_sent(now, MSS, WIRE, &r);
-    p.on_congestion_event(now + ms(1000), now, true, 0);
+    p.on_packet_sent(packet_sent(now, MSS, WIRE, &r));
+    p.on_congestion_event(rto(now + ms(1000), now, 0));
     let after_two = p.base_rate().unwrap();
     assert!(
         (after_two - after_one / 2.0).abs() < 1.0,
@@ -365,7 +368,7 @@ fn rto_restarts_at_the_delivered_rate_and_halves_when_blind() {
     );
     // never below one packet per srtt
     for _ in 0..40 {
-        p.on_congestion_event(now + ms(2000), now, true, 0);
+        p.on_congestion_event(rto(now + ms(2000), now, 0));
     }
     assert!((p.base_rate().unwrap() - WIRE as f64 / 0.040).abs() < 1.0);
 }
@@ -378,16 +381,16 @@ fn late_and_foreign_feedback_is_harmless() {
     // sent, do not panic or move the rate
     let before = now - ms(500);
     let base = p.base_rate();
-    p.on_packet_acked(now, before, MSS, Some(ms(40)));
-    p.on_packet_lost(now, before, MSS);
-    p.on_packet_acked(now, before, MSS, None);
+    p.on_packet_acked(packet_acked(now, before, MSS, Some(ms(40))));
+    p.on_packet_lost(packet_lost(now, before, MSS));
+    p.on_packet_acked(packet_acked(now, before, MSS, None));
     assert_eq!(p.base_rate(), base);
     // a blackout: MIs are given up after srtt + RTO and count as lost
     for i in 0..200u32 {
-        p.on_packet_sent(now + ms(2) * i, MSS, WIRE, &r);
+        p.on_packet_sent(packet_sent(now + ms(2) * i, MSS, WIRE, &r));
     }
     now += ms(3000);
-    p.on_ack(now, now, 0, false, &r);
+    p.on_ack(ack(now, now, 0, &r));
     assert!(p.mis.len() <= 2, "{} MIs pending", p.mis.len());
     assert!(p.mis.len() <= MAX_PENDING_MIS);
 }
