@@ -10,11 +10,10 @@ mod netns_common;
 use std::path::Path;
 use std::time::Duration;
 
-use ka_router::shell::testbed::{ADDR_B, Side};
-use netns_common::{Proc, testbed_or_skip};
+use ka_router::shell::testbed::Side;
+use netns_common::testbed_or_skip;
 
 const ROUTER: &str = env!("CARGO_BIN_EXE_ka-router");
-const PORT: u16 = 5003;
 
 #[test]
 fn netns_role_helper() {
@@ -81,26 +80,7 @@ fn transfer(test: &str, args: &[&str], bytes: u64) -> Option<(Summary, f64)> {
     let mut tb = testbed_or_skip(test)?;
     tb.start_router(Path::new(ROUTER), args).expect("router up");
     tb.sysctl(Side::A, "net.ipv4.ip_no_pmtu_disc", "1").unwrap();
-    let mut recv = Proc::role(
-        &tb,
-        Side::B,
-        "recv",
-        &[("listen", format!("{ADDR_B}:{PORT}"))],
-    );
-    recv.said("LISTENING", Duration::from_secs(20));
-    let mut send = Proc::role(
-        &tb,
-        Side::A,
-        "send",
-        &[
-            ("to", format!("{ADDR_B}:{PORT}")),
-            ("bytes", bytes.to_string()),
-        ],
-    );
-    let r = recv.result(Duration::from_secs(120));
-    let s = send.result(Duration::from_secs(20));
-    assert_eq!(r.get("bytes"), bytes.to_string(), "byte count");
-    assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
+    let r = netns_common::Transfer::start(&tb, bytes).intact(Duration::from_secs(120));
     if args.contains(&"--write-threads") {
         assert!(
             writer_threads_running(),

@@ -270,3 +270,38 @@ pub fn v4(p: &[u8]) -> Option<V4> {
         protocol: p[9],
     })
 }
+
+/// A kernel-TCP transfer of `bytes` from A to B on port 5001, under way:
+/// the receiver listening in B (ready), then the sender started in A.
+/// Finish it with [`Transfer::intact`].
+pub struct Transfer {
+    recv: Proc,
+    send: Proc,
+    bytes: u64,
+}
+
+impl Transfer {
+    /// Starts the transfer (see [`Transfer`]).
+    pub fn start(tb: &Testbed, bytes: u64) -> Transfer {
+        let b = ka_router::shell::testbed::ADDR_B;
+        let mut recv = Proc::role(tb, Side::B, "recv", &[("listen", format!("{b}:5001"))]);
+        recv.said("LISTENING", Duration::from_secs(20));
+        let send = Proc::role(
+            tb,
+            Side::A,
+            "send",
+            &[("to", format!("{b}:5001")), ("bytes", bytes.to_string())],
+        );
+        Transfer { recv, send, bytes }
+    }
+
+    /// Waits up to `timeout` for the receiver and asserts every byte
+    /// arrived as sent (count and sha256); the receiver's result.
+    pub fn intact(mut self, timeout: Duration) -> RoleResult {
+        let r = self.recv.result(timeout);
+        let s = self.send.result(Duration::from_secs(20));
+        assert_eq!(r.get("bytes"), self.bytes.to_string(), "bytes lost");
+        assert_eq!(r.get("sha256"), s.get("sha256"), "payload corrupted");
+        r
+    }
+}

@@ -175,22 +175,13 @@ fn panels(grid: &Grid, rows: &[Headline]) -> Vec<Panel> {
 mod tests {
     use super::*;
 
-    const SWEEP: &str = r#"
-name = "s"
-duration_s = 1.0
-[topology]
-kind = "dumbbell"
-[[group]]
-name = "a"
-kind = "tcp"
-count = 2
-[group.workload]
-type = "long-lived"
-[sweep]
-seed = [1, 2]
+    const SWEEP: &str = tiny_sweep!(
+        "s",
+        r#"seed = [1, 2]
 "topology.capacity_mbps" = [200.0, 100.0]
 "group.0.kind" = ["tcp", "ka"]
-"#;
+"#
+    );
 
     fn h(fct: &str) -> Headline {
         Headline {

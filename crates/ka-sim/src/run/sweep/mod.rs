@@ -25,6 +25,21 @@
 //! marker into `OUT/sweep.csv` and `OUT/sweep.svg`, whichever runs wrote
 //! them (DESIGN §9.1).
 
+/// A one-second sweep scenario for the unit tests: name `$name`, two TCP
+/// long-lived senders on the default dumbbell, then `[sweep]` with `$axes`.
+#[cfg(test)]
+macro_rules! tiny_sweep {
+    ($name:literal, $axes:literal) => {
+        concat!(
+            "name = \"",
+            $name,
+            "\"\nduration_s = 1.0\n[topology]\nkind = \"dumbbell\"\n[[group]]\nname = \"a\"\n",
+            "kind = \"tcp\"\ncount = 2\n[group.workload]\ntype = \"long-lived\"\n[sweep]\n",
+            $axes
+        )
+    };
+}
+
 pub mod merge;
 pub mod point;
 pub mod slurm;
@@ -275,12 +290,7 @@ impl Grid {
             set_path(&mut v, key, val.clone())?;
         }
         let mut s = Scenario::from_value(v)?;
-        let coords: Vec<String> = self
-            .axes
-            .iter()
-            .zip(self.coordinates(i))
-            .map(|((k, _), v)| format!("{k}={}", value_label(v)))
-            .collect();
+        let coords = self.coordinate_labels(i);
         if !coords.is_empty() {
             let tag = coords.join(",");
             s.variant = if s.variant.is_empty() {
@@ -311,13 +321,20 @@ impl Grid {
 
     /// Point `i` and its parameters, e.g. `p03 (seed=2,topology.rtt_ms=50.0)`.
     pub fn describe(&self, i: usize) -> String {
-        let coords: Vec<String> = self
-            .axes
+        format!(
+            "{} ({})",
+            self.dir_name(i),
+            self.coordinate_labels(i).join(",")
+        )
+    }
+
+    /// Point `i`'s coordinates as `axis=value` labels, in axis order.
+    fn coordinate_labels(&self, i: usize) -> Vec<String> {
+        self.axes
             .iter()
             .zip(self.coordinates(i))
             .map(|((k, _), v)| format!("{k}={}", value_label(v)))
-            .collect();
-        format!("{} ({})", self.dir_name(i), coords.join(","))
+            .collect()
     }
 
     /// Points of the grid without a complete result in `out`.
@@ -405,23 +422,13 @@ fn run_point(grid: &Grid, out: &Path, i: usize) -> Result<(String, Headline), Sw
 mod tests {
     use super::*;
 
-    const SWEEP: &str = r#"
-name = "s"
-duration_s = 1.0
-[topology]
-kind = "dumbbell"
-[[group]]
-name = "a"
-kind = "tcp"
-count = 2
-[group.workload]
-type = "long-lived"
-
-[sweep]
-seed = [1, 2]
+    const SWEEP: &str = tiny_sweep!(
+        "s",
+        r#"seed = [1, 2]
 "topology.capacity_mbps" = [100.0, 150.0, 200.0]
 "group.0.count" = [1, 4]
-"#;
+"#
+    );
 
     #[test]
     fn grid_points_and_paths() {

@@ -254,20 +254,11 @@ impl Grid {
 mod tests {
     use super::*;
 
-    const SWEEP: &str = r#"
-name = "s"
-duration_s = 1.0
-[topology]
-kind = "dumbbell"
-[[group]]
-name = "a"
-kind = "tcp"
-count = 2
-[group.workload]
-type = "long-lived"
-[sweep]
-seed = [1, 2]
-"#;
+    const SWEEP: &str = tiny_sweep!(
+        "s",
+        r#"seed = [1, 2]
+"#
+    );
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("ka-sim-point-{}-{name}", std::process::id()));

@@ -198,20 +198,11 @@ pub fn write(
 mod tests {
     use super::*;
 
-    const SWEEP: &str = r#"
-name = "tiny sweep"
-duration_s = 1.0
-[topology]
-kind = "dumbbell"
-[[group]]
-name = "a"
-kind = "tcp"
-count = 2
-[group.workload]
-type = "long-lived"
-[sweep]
-seed = [1, 2, 3]
-"#;
+    const SWEEP: &str = tiny_sweep!(
+        "tiny sweep",
+        r#"seed = [1, 2, 3]
+"#
+    );
 
     #[test]
     fn quoting() {
