@@ -84,3 +84,127 @@ impl ImpairArgs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser as _;
+    use ka_router::ImpairConfig;
+
+    use crate::args::Args;
+
+    fn args(extra: &str) -> Result<Args, clap::Error> {
+        let mut v = vec!["ka-router", "--in", "a", "--out", "b", "--rate", "100mbit"];
+        v.extend(extra.split_whitespace());
+        Args::try_parse_from(v)
+    }
+
+    /// The error `extra` gets, from parsing or from building the ports.
+    fn error(extra: &str) -> String {
+        match args(extra) {
+            Err(e) => e.to_string(),
+            Ok(a) => a.port_configs().map(|_| ()).unwrap_err().to_string(),
+        }
+    }
+
+    #[test]
+    fn off_by_default() {
+        let (f, r) = args("--delay 10ms").unwrap().port_configs().unwrap();
+        assert_eq!((f.impair, r.impair), (ImpairConfig::OFF, ImpairConfig::OFF));
+    }
+
+    #[test]
+    fn flags_set_both_directions() {
+        let a = args(
+            "--delay 10ms --jitter 3ms --loss 1% --duplicate 0.01 --corrupt 0.1% \
+             --reorder 25% --impair-seed 7",
+        )
+        .unwrap();
+        let (f, r) = a.port_configs().unwrap();
+        let want = ImpairConfig {
+            loss: 0.01,
+            duplicate: 0.01,
+            corrupt: 0.001,
+            reorder: 0.25,
+            jitter: Duration::from_millis(3),
+            seed: Some(7),
+        };
+        assert_eq!(f.impair, want);
+        assert_eq!(f.delay, Duration::from_millis(10));
+        assert_eq!(
+            r.impair,
+            ImpairConfig {
+                seed: r.impair.seed,
+                ..want
+            }
+        );
+        assert_ne!(r.impair.seed, Some(7), "each direction its own stream");
+        assert!(r.impair.seed.is_some());
+        // Without --impair-seed the streams derive from each port's seed.
+        let (f, _) = args("--delay 1ms --loss 1%")
+            .unwrap()
+            .port_configs()
+            .unwrap();
+        assert_eq!(f.impair.seed, None);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_the_limit() {
+        for (extra, want) in [
+            ("--queue 0", "--queue"),
+            ("--queue 0", "at least 1"),
+            ("--queue 100001", "100000"),
+            ("--delay 11s", "--delay"),
+            ("--delay 11s", "10s"),
+            ("--delay 10ms --jitter 11s", "--jitter"),
+            ("--delay 2ms --jitter 3ms", "--jitter"),
+            ("--delay 2ms --jitter 3ms", "--delay"),
+            ("--reorder 10%", "--reorder"),
+            ("--loss 1", "ambiguous"),
+            ("--loss 101%", "--loss"),
+            ("--duplicate=-1%", "--duplicate"),
+            ("--corrupt nan", "--corrupt"),
+        ] {
+            let e = error(extra);
+            assert!(e.contains(want), "{extra}: {e:?} lacks {want:?}");
+        }
+        // The limits themselves are accepted.
+        let (f, _) = args("--queue 100000 --delay 10s --jitter 10s")
+            .unwrap()
+            .port_configs()
+            .unwrap();
+        assert_eq!(
+            (f.queue_limit, f.delay, f.impair.jitter),
+            (100_000, Duration::from_secs(10), Duration::from_secs(10))
+        );
+        assert_eq!(args("--queue 1").unwrap().queue, 1);
+    }
+
+    #[test]
+    fn config_file_sets_impairments() {
+        let dir = std::env::temp_dir().join(format!("ka-router-impair-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("router.toml");
+        std::fs::write(
+            &p,
+            "[impair]\nloss = \"1%\"\njitter = \"2ms\"\n[reverse_impair]\nduplicate = 0.5\n",
+        )
+        .unwrap();
+        let path = p.to_str().unwrap();
+        let (f, r) = args(&format!("--delay 5ms --config {path}"))
+            .unwrap()
+            .port_configs()
+            .unwrap();
+        assert_eq!(
+            (f.impair.loss, f.impair.jitter),
+            (0.01, Duration::from_millis(2))
+        );
+        assert_eq!((r.impair.loss, r.impair.duplicate), (0.0, 0.5));
+        // Not both the file and the flags.
+        assert!(error(&format!("--delay 5ms --config {path} --loss 1%")).contains("--config"));
+        // The file's values are validated against --delay.
+        assert!(error(&format!("--delay 1ms --config {path}")).contains("jitter"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
