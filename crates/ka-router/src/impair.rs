@@ -24,7 +24,8 @@
 //! 4. **delay** — with probability `reorder` the copy leaves as soon as
 //!    its serialisation ends (no propagation delay); otherwise after
 //!    `delay + J`, J uniform in `[−jitter, +jitter]` (integer
-//!    nanoseconds, both ends included). The delay line releases pieces in
+//!    nanoseconds, both ends included; with `jitter_correlation` ρ,
+//!    `(1 − ρ)` of such a draw plus `ρ` of the previous J, as netem). The delay line releases pieces in
 //!    order of release time (ties in the order they were serialised), so
 //!    jitter and `reorder` reorder pieces; a piece that leaves before one
 //!    serialised earlier counts in
@@ -77,6 +78,19 @@ pub struct ImpairConfig {
     /// `delay ± jitter`. At most the port's delay.
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub jitter: Duration,
+    /// Correlation ρ of successive jitter draws (netem's `delay D J ρ`):
+    /// each draw is `(1 − ρ)·U + ρ·previous`, U uniform over
+    /// `delay ± jitter`, starting from `delay`. 0 (default): independent
+    /// draws. Like netem's, it narrows the spread as ρ grows; every delay
+    /// stays within `delay ± jitter`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            with = "crate::serde_units::probability",
+            skip_serializing_if = "is_zero"
+        )
+    )]
+    pub jitter_correlation: f64,
     /// Seed of the stage's randomness; `None` (default): derived from the
     /// port's [`seed`](crate::PortConfig::seed), so a simulated run repeats
     /// exactly without one.
@@ -92,11 +106,13 @@ impl ImpairConfig {
         corrupt: 0.0,
         reorder: 0.0,
         jitter: Duration::ZERO,
+        jitter_correlation: 0.0,
         seed: None,
     };
 
     /// Whether the stage does nothing (every probability 0, no jitter; the
-    /// seed does not matter). A port then has no impairment stage.
+    /// seed and the jitter's correlation do not matter). A port then has no
+    /// impairment stage.
     pub fn is_off(&self) -> bool {
         self.loss == 0.0
             && self.duplicate == 0.0
@@ -120,6 +136,7 @@ impl ImpairConfig {
             ("duplicate", self.duplicate),
             ("corrupt", self.corrupt),
             ("reorder", self.reorder),
+            ("jitter_correlation", self.jitter_correlation),
         ] {
             if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
                 return Err(ConfigError::BadProbability(name));
@@ -148,6 +165,7 @@ impl ImpairConfig {
         self.duplicate = fix(self.duplicate);
         self.corrupt = fix(self.corrupt);
         self.reorder = fix(self.reorder);
+        self.jitter_correlation = fix(self.jitter_correlation);
         self.jitter = self.jitter.min(delay);
         self
     }
@@ -185,6 +203,11 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
     Ok(p)
 }
 
+#[cfg(feature = "serde")]
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 /// Mixed into the port's seed for the stage's stream, so it never
 /// repeats the queue discipline's draws.
 const SEED_SALT: u64 = 0x494D_5041_4952_2121;
@@ -195,6 +218,9 @@ pub(crate) struct Impairer {
     cfg: ImpairConfig,
     delay_ns: u64,
     jitter_ns: u64,
+    /// The last jitter draw, as an offset in `0..=2·jitter_ns` (for the
+    /// correlation).
+    last_jitter: u64,
     rng: SplitMix64,
 }
 
@@ -207,10 +233,12 @@ impl Impairer {
         }
         let seed = cfg.seed.unwrap_or_else(|| mix64(port_seed ^ SEED_SALT));
         let delay_ns = duration_ns(delay);
+        let jitter_ns = duration_ns(cfg.jitter).min(delay_ns);
         Some(Self {
             cfg,
             delay_ns,
-            jitter_ns: duration_ns(cfg.jitter).min(delay_ns),
+            jitter_ns,
+            last_jitter: jitter_ns,
             rng: SplitMix64::new(seed),
         })
     }
@@ -275,7 +303,14 @@ impl Impairer {
             0
         } else if self.jitter_ns > 0 {
             let span = self.jitter_ns.saturating_mul(2).saturating_add(1);
-            self.delay_ns - self.jitter_ns + self.below(span)
+            let mut j = self.below(span);
+            let rho = self.cfg.jitter_correlation;
+            if rho > 0.0 {
+                // A convex combination of two offsets in 0..=2J stays there.
+                j = ((1.0 - rho) * j as f64 + rho * self.last_jitter as f64).round() as u64;
+                self.last_jitter = j;
+            }
+            self.delay_ns - self.jitter_ns + j
         } else {
             self.delay_ns
         };

@@ -164,6 +164,52 @@ fn jitter_keeps_each_delay_within_bounds_and_reorders() {
     assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
 }
 
+/// The lag-1 autocorrelation of the delays of packets in serialisation
+/// order, with `jitter_correlation` ρ; all within D ± J.
+fn jitter_autocorrelation(rho: f64) -> f64 {
+    let j = Duration::from_millis(3);
+    let n = 4_000u16;
+    let (out, _) = run(
+        ImpairConfig {
+            jitter: j,
+            jitter_correlation: rho,
+            ..ImpairConfig::OFF
+        },
+        n,
+    );
+    let (d, j) = (D.as_nanos() as f64, j.as_nanos() as f64);
+    let mut delays = vec![0.0; usize::from(n)];
+    for (t, p) in &out {
+        let x = (t - (u64::from(ident(p)) * 2 * SER_NS + SER_NS)) as f64;
+        assert!(
+            (d - j..=d + j).contains(&x),
+            "ρ {rho}: delay {x} ns outside D ± J"
+        );
+        delays[usize::from(ident(p))] = x;
+    }
+    let mean = delays.iter().sum::<f64>() / delays.len() as f64;
+    let var: f64 = delays.iter().map(|x| (x - mean).powi(2)).sum();
+    let cov: f64 = delays
+        .windows(2)
+        .map(|w| (w[0] - mean) * (w[1] - mean))
+        .sum();
+    cov / var
+}
+
+#[test]
+fn jitter_correlation_makes_successive_delays_alike() {
+    let independent = jitter_autocorrelation(0.0);
+    assert!(
+        independent.abs() < 0.1,
+        "ρ 0: lag-1 autocorrelation {independent}"
+    );
+    // (1 − ρ)·U + ρ·previous is an AR(1) process: lag-1 autocorrelation ρ.
+    for rho in [0.5, 0.9] {
+        let r = jitter_autocorrelation(rho);
+        assert!((r - rho).abs() < 0.1, "ρ {rho}: lag-1 autocorrelation {r}");
+    }
+}
+
 #[test]
 fn reorder_sends_a_share_without_the_delay() {
     let p = 0.25;
@@ -272,6 +318,7 @@ fn everything(seed: Option<u64>) -> ImpairConfig {
         corrupt: 0.05,
         reorder: 0.05,
         jitter: Duration::from_millis(2),
+        jitter_correlation: 0.25,
         seed,
     }
 }

@@ -18,6 +18,12 @@ pub struct ImpairArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::args::bounded_duration, default_value = "0")]
     pub jitter: Duration,
 
+    /// Correlation of successive --jitter draws (netem's `delay D J CORR`): each is
+    /// (1 − CORR)·uniform + CORR·previous, so delays wander instead of jumping (and, as
+    /// with netem, spread less). A percentage or a fraction below 1.
+    #[arg(long, value_name = "P", value_parser = parse_probability, default_value = "0", requires = "jitter")]
+    pub jitter_correlation: f64,
+
     /// Probability that a packet is lost on the wire after its serialisation (netem `loss`):
     /// a percentage (1%) or a fraction below 1 (0.01).
     #[arg(long, value_name = "P", value_parser = parse_probability, default_value = "0")]
@@ -63,6 +69,7 @@ impl ImpairArgs {
             corrupt: self.corrupt,
             reorder: self.reorder,
             jitter: self.jitter,
+            jitter_correlation: self.jitter_correlation,
             seed: self
                 .impair_seed
                 .map(|s| if reverse { s ^ REVERSE_SEED } else { s }),
@@ -118,7 +125,7 @@ mod tests {
     fn flags_set_both_directions() {
         let a = args(
             "--delay 10ms --jitter 3ms --loss 1% --duplicate 0.01 --corrupt 0.1% \
-             --reorder 25% --impair-seed 7",
+             --reorder 25% --impair-seed 7 --jitter-correlation 50%",
         )
         .unwrap();
         let (f, r) = a.port_configs().unwrap();
@@ -128,6 +135,7 @@ mod tests {
             corrupt: 0.001,
             reorder: 0.25,
             jitter: Duration::from_millis(3),
+            jitter_correlation: 0.5,
             seed: Some(7),
         };
         assert_eq!(f.impair, want);
