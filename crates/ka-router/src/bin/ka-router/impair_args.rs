@@ -51,9 +51,11 @@ pub struct ImpairArgs {
     pub impair_seed: Option<u64>,
 }
 
-/// Mixed into `--impair-seed` for the reverse direction, so the two
+/// The reverse direction's seed from the forward one's, so the two
 /// directions draw different streams.
-const REVERSE_SEED: u64 = 0x5245_5645_5253_4521;
+pub fn reverse_seed(forward: u64) -> u64 {
+    forward ^ 0x5245_5645_5253_4521
+}
 
 impl ImpairArgs {
     /// Whether any impairment flag is set.
@@ -72,7 +74,7 @@ impl ImpairArgs {
             jitter_correlation: self.jitter_correlation,
             seed: self
                 .impair_seed
-                .map(|s| if reverse { s ^ REVERSE_SEED } else { s }),
+                .map(|s| if reverse { reverse_seed(s) } else { s }),
         }
     }
 
@@ -196,7 +198,7 @@ mod tests {
         let p = dir.join("router.toml");
         std::fs::write(
             &p,
-            "[impair]\nloss = \"1%\"\njitter = \"2ms\"\n[reverse_impair]\nduplicate = 0.5\n",
+            "[impair]\nloss = \"1%\"\njitter = \"2ms\"\nseed = 5\n[reverse_impair]\nduplicate = 0.5\n",
         )
         .unwrap();
         let path = p.to_str().unwrap();
@@ -209,6 +211,20 @@ mod tests {
             (0.01, Duration::from_millis(2))
         );
         assert_eq!((r.impair.loss, r.impair.duplicate), (0.0, 0.5));
+        assert_eq!(f.impair.seed, Some(5));
+        // [impair] alone: both directions, each its own stream.
+        std::fs::write(&p, "[impair]\nloss = \"1%\"\nseed = 5\n").unwrap();
+        let (f, r) = args(&format!("--config {path}"))
+            .unwrap()
+            .port_configs()
+            .unwrap();
+        assert_eq!((f.impair.loss, r.impair.loss), (0.01, 0.01));
+        assert!(r.impair.seed.is_some() && r.impair.seed != f.impair.seed);
+        std::fs::write(
+            &p,
+            "[impair]\nloss = \"1%\"\njitter = \"2ms\"\n[reverse_impair]\nduplicate = 0.5\n",
+        )
+        .unwrap();
         // Not both the file and the flags.
         assert!(error(&format!("--delay 5ms --config {path} --loss 1%")).contains("--config"));
         // The file's values are validated against --delay.

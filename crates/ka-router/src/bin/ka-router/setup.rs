@@ -87,7 +87,12 @@ impl TryFrom<&Args> for Setup {
         let fwd_impair = file_impair.unwrap_or_else(|| a.impair.config(false));
         let rev_impair = match (file_reverse_impair, file_impair) {
             (Some(r), _) => r,
-            (None, Some(f)) => f,
+            // The forward table for both: the reverse direction still
+            // draws its own stream.
+            (None, Some(f)) => ImpairConfig {
+                seed: f.seed.map(crate::impair_args::reverse_seed),
+                ..f
+            },
             (None, None) => a.impair.config(true),
         };
         let port = |capacity: u64,
