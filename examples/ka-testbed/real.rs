@@ -68,6 +68,12 @@ pub fn router_file(s: &Scenario) -> anyhow::Result<String> {
         router: s.router,
         qdisc: Some(d.queue),
         rwm: d.rwm.clone(),
+        // The bottleneck's impairments, each direction its own (the
+        // reverse one written out whenever either is on, as the router
+        // otherwise gives the reverse direction the forward's).
+        impair: (!d.impair.is_default()).then_some(d.impair),
+        reverse_impair: (!(d.impair.is_default() && d.reverse_impair.is_default()))
+            .then_some(d.reverse_impair),
     };
     Ok(toml::to_string(&file)?)
 }

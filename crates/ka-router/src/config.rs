@@ -1,4 +1,5 @@
-//! Port configuration (DESIGN §3): capacity, queue, delay, RTT default,
+//! Port configuration (DESIGN §3): capacity, queue, delay and its
+//! impairments, RTT default,
 //! signalling (with the rate controller or XCP's knobs) and the knobs of
 //! the RCP loop and the TCP-mode detector; [`RouterConfig`], the knobs all
 //! ports of a router share.
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use ka_codec::scale::Scale;
 
+use crate::impair::ImpairConfig;
 use crate::qdisc::QdiscConfig;
 
 pub use crate::controller::ControllerKind;
@@ -299,6 +301,10 @@ pub struct PortConfig {
     pub seed: u64,
     /// One-way propagation delay added after serialisation. Default 0.
     pub delay: Duration,
+    /// The impairment stage in the delay line (loss, duplication,
+    /// corruption, jitter around `delay`, reordering; DESIGN §3.10).
+    /// Default [`ImpairConfig::OFF`]: no stage, no random draws.
+    pub impair: ImpairConfig,
     /// d before the first RTT indicator arrives. Default 100 ms.
     pub initial_rtt: Duration,
     /// How the port signals its rate, and what decides it (the rate
@@ -352,6 +358,7 @@ impl PortConfig {
             qdisc: QdiscConfig::DropTail,
             seed: 0,
             delay: Duration::ZERO,
+            impair: ImpairConfig::OFF,
             initial_rtt: Duration::from_millis(100),
             signalling: Signalling::KA,
             ipv6_signal: true,
@@ -428,6 +435,7 @@ impl PortConfig {
         if let Some(c) = self.signalling.controller() {
             c.validate().map_err(ConfigError::BadValue)?;
         }
+        self.impair.validate(self.delay)?;
         self.qdisc.validate()
     }
 
@@ -464,6 +472,7 @@ impl PortConfig {
         if self.stamp_every == StampEvery::Every(Duration::ZERO) {
             self.stamp_every = StampEvery::Packet;
         }
+        self.impair = self.impair.sanitized(self.delay);
         self
     }
 }
@@ -584,4 +593,11 @@ pub struct RouterFile {
     /// Receive-window modulation (`None`: the front end's).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub rwm: Option<crate::rwm::RwmConfig>,
+    /// The impairment stage of both directions, or of the forward one if
+    /// `reverse_impair` is set (`None`: the front end's).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub impair: Option<ImpairConfig>,
+    /// The reverse direction's impairment stage (`None`: as `impair`).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub reverse_impair: Option<ImpairConfig>,
 }

@@ -14,4 +14,15 @@ pub enum ConfigError {
     /// The rate scale is invalid (a port with it would never signal).
     #[error("invalid rate scale")]
     BadScale,
+    /// The named impairment probability is not a finite number in [0, 1].
+    #[error("impairment `{0}` must be a probability between 0 and 1")]
+    BadProbability(&'static str),
+    /// The impairment's jitter exceeds the port's delay (each delay is
+    /// drawn from delay ± jitter and cannot be negative).
+    #[error("the jitter must not exceed the delay (delays are drawn from delay ± jitter)")]
+    JitterAboveDelay,
+    /// Reordering asked for on a port without a delay (a reordered packet
+    /// skips the delay, so there would be nothing to overtake).
+    #[error("reordering needs a delay (a reordered packet skips it)")]
+    ReorderWithoutDelay,
 }

@@ -53,7 +53,9 @@
 //!   controller ([`ControllerKind`]: [`Rcp`], [`Crowd`] or [`Echo`]), XCP or
 //!   none), the
 //!   queue discipline ([`QdiscConfig`]), the TCP-mode detector
-//!   ([`ModeConfig`]) and dithering. [`PortConfig::validate`] reports bad
+//!   ([`ModeConfig`]), dithering and netem-style impairments in the delay
+//!   line ([`ImpairConfig`]: loss, duplication, corruption, jitter,
+//!   reordering). [`PortConfig::validate`] reports bad
 //!   values; [`Port::new`] clamps them.
 //! * Stages can be swapped: [`Port::with_controller`] takes any
 //!   [`RateController`], [`Port::with_signaller`] any [`Signaller`],
@@ -85,8 +87,9 @@
 //! ## Memory
 //!
 //! The queue holds at most `queue_limit` packets of at most
-//! [`MAX_PACKET_LEN`] bytes each; the delay line at most C · delay plus
-//! what the caller leaves uncollected; FQ-CoDel's flow table is allocated
+//! [`MAX_PACKET_LEN`] bytes each; the delay line at most C · delay (with
+//! impairments: twice the pieces serialised in delay + jitter, [`impair`])
+//! plus what the caller leaves uncollected; FQ-CoDel's flow table is allocated
 //! once ([`qdisc::FqCodel`]); the controllers' and RWM's flow tables are
 //! bounded by their configs; a middlebox's pending segment reports are
 //! capped at [`aggregate::MAX_PENDING_FEEDBACK`].
@@ -106,6 +109,7 @@ mod classify;
 pub mod config;
 pub mod controller;
 mod error;
+pub mod impair;
 pub mod mode;
 mod native;
 pub mod persist;
@@ -131,6 +135,7 @@ pub use controller::{
     ControllerConfig, Crowd, CrowdConfig, Echo, EchoConfig, EchoStats, MAX_BATCH_ITERATIONS,
     Measurement, PacketInfo, RateController, Rcp, RcpLoop, TcpInfo,
 };
+pub use impair::ImpairConfig;
 pub use mode::Mode;
 pub use native::{lower_rcp_option, lower_rcp_option_in};
 pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};

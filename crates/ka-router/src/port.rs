@@ -18,6 +18,7 @@ use ka_codec::wire::{Layout, Segment, SegmentMut};
 use crate::classify::{self, Kind, Reject};
 use crate::config::{PortConfig, Signalling};
 use crate::controller::{RateController, Rcp};
+use crate::impair::Impairer;
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
 use crate::shaper::{DelayLine, Shaper};
@@ -63,7 +64,8 @@ pub enum DropReason {
 }
 
 /// One direction of a KA router (DESIGN §3.1): classify → queue
-/// discipline → shaper at C → signalling on dequeue → delay line.
+/// discipline → shaper at C → signalling on dequeue → (impairments,
+/// DESIGN §3.10) → delay line.
 pub struct Port {
     config: PortConfig,
     clock: Clock,
@@ -73,6 +75,8 @@ pub struct Port {
     signal: Box<dyn Signaller>,
     shaper: Shaper,
     delay_ns: u64,
+    /// The impairment stage (`None` when [`PortConfig::impair`] is off).
+    impair: Option<Impairer>,
     delay_line: DelayLine,
     sojourn: SojournHistogram,
     counters: Counters,
@@ -137,6 +141,7 @@ impl Port {
             signal,
             shaper: Shaper::new(config.capacity_bps),
             delay_ns: duration_ns(config.delay),
+            impair: Impairer::new(config.impair, config.delay, config.seed),
             delay_line: DelayLine::default(),
             sojourn: SojournHistogram::default(),
             counters: Counters::default(),
@@ -297,15 +302,20 @@ impl Port {
     ///
     /// The earlier of the delay line's next release and, if packets are
     /// queued, the moment the link is free plus the propagation delay (a
-    /// piece dequeued then leaves one serialisation later still). With a
+    /// piece dequeued then leaves one serialisation later still; with an
+    /// impairment stage, plus the least delay it can draw: `delay −
+    /// jitter`, or 0 with `reorder`). With a
     /// delay it is later than [`Port::poll_timeout`]'s dequeue instants, so
     /// a driver that only forwards what departs can sleep through the
     /// dequeues: the port processes them exactly, in time order, whenever
     /// it is next advanced, and its results do not depend on when that is.
     /// Without a delay it equals [`Port::poll_timeout`].
     pub fn next_departure(&self) -> Option<Instant> {
-        let deq =
-            (!self.queue.is_empty()).then(|| self.shaper.free_at().saturating_add(self.delay_ns));
+        let min_delay = self
+            .impair
+            .as_ref()
+            .map_or(self.delay_ns, Impairer::min_delay_ns);
+        let deq = (!self.queue.is_empty()).then(|| self.shaper.free_at().saturating_add(min_delay));
         let rel = self.delay_line.next_release();
         let t = match (deq, rel) {
             (Some(a), Some(b)) => a.min(b),
@@ -454,8 +464,13 @@ impl Port {
         self.shaper.idle_until(t);
         for piece in std::iter::once(first).chain(second) {
             let end = self.shaper.send(piece.len());
-            self.delay_line
-                .push(end.saturating_add(self.delay_ns), piece);
+            match &mut self.impair {
+                None => {
+                    self.delay_line
+                        .push(end.saturating_add(self.delay_ns), piece);
+                }
+                Some(imp) => imp.transmit(end, piece, &mut self.delay_line, &mut self.counters),
+            }
         }
     }
 }

@@ -119,6 +119,42 @@ impl Visitor<'_> for RateVisitor {
     }
 }
 
+/// A probability (`f64`, a fraction): a number, or a string
+/// [`parse_probability`](crate::impair::parse_probability) reads (`"1%"`,
+/// `"0.01"`). Written as the number, which reads back exactly.
+pub mod probability {
+    use super::*;
+
+    /// Writes the fraction.
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(*v)
+    }
+
+    /// Reads a fraction (`0.01`, `0`, `1`) or a string (`"1%"`).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = f64;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a probability: a fraction such as 0.01 or a string such as \"1%\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+                crate::impair::parse_probability(v).map_err(E::custom)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+                Ok(v)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+                Ok(v as f64)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// A rate in B/ms (`f64`, the controllers' unit): a number of B/ms, or a
 /// string with a bit rate unit (`"120kbit"` = 15 B/ms). Written as the
 /// number, which reads back exactly.

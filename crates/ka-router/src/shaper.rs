@@ -65,15 +65,30 @@ impl Shaper {
     }
 }
 
-/// Packets in flight on the wire: FIFO, release times non-decreasing.
+/// Packets in flight on the wire, in order of release time (ties: in the
+/// order they were pushed). Without an impairment stage release times are
+/// pushed in non-decreasing order, and the line is a FIFO.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DelayLine {
     pieces: VecDeque<(u64, Vec<u8>)>,
 }
 
 impl DelayLine {
-    pub(crate) fn push(&mut self, release: u64, piece: Vec<u8>) {
-        self.pieces.push_back((release, piece));
+    /// Puts `piece` on the line, to be released at `release`. Returns
+    /// whether it went ahead of a piece pushed before it (one released
+    /// later), which only a jittered or reordered push does.
+    pub(crate) fn push(&mut self, release: u64, piece: Vec<u8>) -> bool {
+        match self.pieces.back() {
+            Some((last, _)) if *last > release => {
+                let at = self.pieces.partition_point(|(r, _)| *r <= release);
+                self.pieces.insert(at, (release, piece));
+                true
+            }
+            _ => {
+                self.pieces.push_back((release, piece));
+                false
+            }
+        }
     }
 
     /// The earliest release time.
@@ -147,5 +162,21 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d.pop_ready(20), Some(vec![2]));
         assert_eq!(d.next_release(), None);
+    }
+
+    #[test]
+    fn delay_line_sorts_by_release_and_keeps_ties_in_push_order() {
+        let mut d = DelayLine::default();
+        assert!(!d.push(30, vec![1]));
+        assert!(!d.push(30, vec![2]), "a tie does not overtake");
+        assert!(d.push(10, vec![3]));
+        assert!(d.push(30 - 1, vec![4]));
+        assert!(!d.push(40, vec![5]));
+        assert!(
+            d.push(30, vec![6]),
+            "behind the 30s pushed earlier, ahead of 40"
+        );
+        let out: Vec<u8> = std::iter::from_fn(|| d.pop_ready(u64::MAX).map(|p| p[0])).collect();
+        assert_eq!(out, [3, 4, 1, 2, 6, 5]);
     }
 }

@@ -60,6 +60,18 @@ pub struct Counters {
     /// their flow having had a signal within its interval (DESIGN §3.9).
     /// Always 0 with [`crate::StampEvery::Packet`].
     pub signals_skipped: u64,
+    /// Pieces (packets, or fragments of a KA split) the impairment stage
+    /// lost after their serialisation ([`crate::ImpairConfig::loss`]).
+    pub drops_impair: u64,
+    /// Pieces the impairment stage duplicated (each adds one to
+    /// `packets_out` unless the copy is lost).
+    pub duplicated: u64,
+    /// Pieces the impairment stage corrupted (one bit flipped).
+    pub corrupted: u64,
+    /// Pieces that left the delay line ahead of a piece serialised before
+    /// them (jitter or [`crate::ImpairConfig::reorder`]). Always 0 without
+    /// an impairment stage.
+    pub reordered: u64,
 }
 
 /// A read-only view of a port's state and counters.

@@ -40,7 +40,7 @@ mod droptail;
 mod flow_hash;
 mod fq_codel;
 mod red;
-mod rng;
+pub(crate) mod rng;
 
 pub use droptail::DropTail;
 pub use flow_hash::RAW_KEY_BYTES;

@@ -139,6 +139,10 @@ impl Forwarder for KaPorts {
             xcp_feedback_lowered: c.xcp_feedback_lowered,
             unstampable: c.unstampable,
             signal_len: s.signal.map_or(0, |code| code.len() as u64),
+            drops_impair: c.drops_impair,
+            duplicated: c.duplicated,
+            corrupted: c.corrupted,
+            reordered: c.reordered,
         }
     }
 }

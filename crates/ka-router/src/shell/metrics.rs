@@ -170,7 +170,7 @@ impl Collector for RouterCollector {
         counter(
             &mut enc,
             "ka_router_drops",
-            "Packets dropped by the core (queue full, TTL expired, malformed)",
+            "Packets dropped by the core (queue full, AQM, TTL expired, malformed, impairment loss)",
             &c(&|c, _| c.drops()),
         )?;
         counter(
@@ -208,6 +208,30 @@ impl Collector for RouterCollector {
             "ka_router_drops_malformed",
             "Packets dropped as malformed",
             &c(&|c, _| c.drops_malformed),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_drops_impair",
+            "Packets the impairment stage lost after serialisation (--loss)",
+            &c(&|c, _| c.drops_impair),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_duplicated",
+            "Packets the impairment stage duplicated (--duplicate)",
+            &c(&|c, _| c.duplicated),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_corrupted",
+            "Packets the impairment stage corrupted by flipping one bit (--corrupt)",
+            &c(&|c, _| c.corrupted),
+        )?;
+        counter(
+            &mut enc,
+            "ka_router_reordered",
+            "Packets that left ahead of one serialised before them (--jitter, --reorder)",
+            &c(&|c, _| c.reordered),
         )?;
         counter(
             &mut enc,

@@ -90,15 +90,26 @@ pub struct CoreStats {
     /// Leading-fragment payload length L stamped right now (0: no signal —
     /// TCP mode, R not encodable, or not a KA port).
     pub signal_len: u64,
+    /// Pieces the impairment stage lost (`--loss`).
+    pub drops_impair: u64,
+    /// Pieces the impairment stage duplicated (`--duplicate`).
+    pub duplicated: u64,
+    /// Pieces the impairment stage corrupted (`--corrupt`).
+    pub corrupted: u64,
+    /// Pieces that overtook one serialised before them (`--jitter`,
+    /// `--reorder`).
+    pub reordered: u64,
 }
 
 impl CoreStats {
-    /// All drops made by the core.
+    /// All drops made by the core (the impairment stage's losses
+    /// included).
     pub fn drops(&self) -> u64 {
         self.drops_queue
             .saturating_add(self.drops_aqm)
             .saturating_add(self.drops_ttl)
             .saturating_add(self.drops_malformed)
+            .saturating_add(self.drops_impair)
     }
 }
 
@@ -356,8 +367,8 @@ impl std::fmt::Display for DirectionSummary {
         let (io, c) = (&self.io, &self.core);
         write!(
             f,
-            "in {} pkt / {} B in {} reads, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}), \
-             ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP dropped {}, non-IP frames bridged {}, \
+            "in {} pkt / {} B in {} reads, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}, impair {}), \
+             impaired: duplicated {} corrupted {} reordered {}, ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP dropped {}, non-IP frames bridged {}, \
              indicators {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
@@ -372,6 +383,10 @@ impl std::fmt::Display for DirectionSummary {
             c.drops_aqm,
             c.drops_ttl,
             c.drops_malformed,
+            c.drops_impair,
+            c.duplicated,
+            c.corrupted,
+            c.reordered,
             c.ecn_marks,
             c.qdisc,
             c.sojourn.mean_s().unwrap_or(0.0) * 1e3,

@@ -251,6 +251,8 @@ where
         );
         rev_cfg.qdisc = h.reverse_queue;
         rev_cfg.seed = qdisc_seed(scenario.seed, i, 1);
+        fwd_cfg.impair = h.impair;
+        rev_cfg.impair = h.reverse_impair;
         if let crate::scenario::Topology::Dcc(d) = &scenario.topology {
             d.adjust_port(scenario, i, 0, &mut fwd_cfg);
             d.adjust_port(scenario, i, 1, &mut rev_cfg);

@@ -86,6 +86,31 @@ pub struct HopSummary {
     /// ([`crate::results::rwmstats::stats_json`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rwm: Option<serde_json::Value>,
+    /// What the hop's impairment stages did (DESIGN §3.10), per direction:
+    /// `{ "forward": { "lost", "duplicated", "corrupted", "reordered" },
+    /// "reverse": … }`; left out when neither direction did anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impair: Option<serde_json::Value>,
+}
+
+/// [`HopSummary::impair`]: `None` when neither port's impairment stage
+/// counted anything.
+fn impair_json(
+    forward: &ka_router::Counters,
+    reverse: &ka_router::Counters,
+) -> Option<serde_json::Value> {
+    let one = |c: &ka_router::Counters| {
+        serde_json::json!({
+            "lost": c.drops_impair,
+            "duplicated": c.duplicated,
+            "corrupted": c.corrupted,
+            "reordered": c.reordered,
+        })
+    };
+    let any =
+        |c: &ka_router::Counters| c.drops_impair + c.duplicated + c.corrupted + c.reordered > 0;
+    (any(forward) || any(reverse))
+        .then(|| serde_json::json!({ "forward": one(forward), "reverse": one(reverse) }))
 }
 
 /// `summary.json`.
@@ -223,6 +248,7 @@ pub fn summary(r: &RunResult, headline: serde_json::Value) -> Summary {
                 ka_mode_frac: (h.port == PortKind::Ka).then_some(h.ka_mode_frac),
                 packets_out: h.forward.packets_out,
                 rwm: h.rwm.as_ref().map(crate::results::rwmstats::stats_json),
+                impair: impair_json(&h.forward, &h.reverse),
             }
         })
         .collect();

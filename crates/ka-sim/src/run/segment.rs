@@ -247,6 +247,10 @@ fn add_counters(a: &mut Counters, b: &Counters) {
         dithered_up,
         xcp_feedback_lowered,
         signals_skipped,
+        drops_impair,
+        duplicated,
+        corrupted,
+        reordered,
     } = *b;
     a.packets_in += packets_in;
     a.bytes_in += bytes_in;
@@ -267,6 +271,10 @@ fn add_counters(a: &mut Counters, b: &Counters) {
     a.dithered_up += dithered_up;
     a.xcp_feedback_lowered += xcp_feedback_lowered;
     a.signals_skipped += signals_skipped;
+    a.drops_impair += drops_impair;
+    a.duplicated += duplicated;
+    a.corrupted += corrupted;
+    a.reordered += reordered;
 }
 
 fn add_sojourn(a: &mut SojournHistogram, b: &SojournHistogram) {

@@ -121,8 +121,8 @@
 use std::time::Duration;
 
 use ka_codec::scale::Scale;
-use ka_router::PortConfig;
 use ka_router::qdisc::QdiscConfig;
+use ka_router::{ImpairConfig, PortConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::SimTime;
@@ -343,6 +343,8 @@ impl DccTopology {
                 queue: QdiscConfig::DropTail,
                 reverse_queue: QdiscConfig::DropTail,
                 rwm: None,
+                impair: ImpairConfig::OFF,
+                reverse_impair: ImpairConfig::OFF,
             },
             Hop {
                 name: "middle".into(),
@@ -355,6 +357,8 @@ impl DccTopology {
                 queue: self.middle_queue,
                 reverse_queue: self.middle_queue,
                 rwm: None,
+                impair: ImpairConfig::OFF,
+                reverse_impair: ImpairConfig::OFF,
             },
             Hop {
                 name: "mb".into(),
@@ -367,6 +371,8 @@ impl DccTopology {
                 queue: QdiscConfig::DropTail,
                 reverse_queue: QdiscConfig::DropTail,
                 rwm: None,
+                impair: ImpairConfig::OFF,
+                reverse_impair: ImpairConfig::OFF,
             },
         ]
     }

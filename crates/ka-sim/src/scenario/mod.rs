@@ -225,6 +225,13 @@ impl Scenario {
             if h.queue_pkts == 0 {
                 return bad(format!("hop {}: queue must be > 0", h.name));
             }
+            // The delay exactly as the hop's ports get it (model::net).
+            let delay = std::time::Duration::from_nanos(crate::engine::secs(h.delay_ms / 1e3));
+            for (which, i) in [("impair", &h.impair), ("reverse_impair", &h.reverse_impair)] {
+                if let Err(e) = i.validate(delay) {
+                    return bad(format!("hop {}: {which}: {e}", h.name));
+                }
+            }
             for q in [&h.queue, &h.reverse_queue] {
                 if let Err(e) = q.validate() {
                     return bad(format!("hop {}: {} {e}", h.name, q.name()));

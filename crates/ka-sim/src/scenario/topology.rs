@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use ka_router::Carrier;
 use ka_router::qdisc::QdiscConfig;
 use ka_router::rwm::RwmConfig;
+use ka_router::{Carrier, ImpairConfig};
 
 /// What a router port does with its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,6 +81,13 @@ pub struct Dumbbell {
     /// (`ka_router::rwm::RwmConfig`; capacity default: the hop's rates). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwm: Option<RwmConfig>,
+    /// Impairments of the forward bottleneck port ([`Hop::impair`]).
+    /// Default none.
+    #[serde(default, skip_serializing_if = "ImpairConfig::is_default")]
+    pub impair: ImpairConfig,
+    /// Impairments of the reverse (ACK) port. Default none.
+    #[serde(default, skip_serializing_if = "ImpairConfig::is_default")]
+    pub reverse_impair: ImpairConfig,
     /// Access links.
     #[serde(default)]
     pub access: Access,
@@ -186,6 +193,18 @@ pub struct Hop {
     /// (`ka_router::rwm::RwmConfig`; capacity default: the hop's rates). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rwm: Option<RwmConfig>,
+    /// Impairments of the forward port in its delay line
+    /// (`ka_router::ImpairConfig`, DESIGN §3.10): e.g. `impair = { loss =
+    /// "1%", jitter = "3ms", duplicate = 0.01, corrupt = 0.001, reorder =
+    /// 0.1 }`. Probabilities are fractions in [0, 1] or percentages
+    /// (`"1%"`); `jitter` at most `delay_ms`; `reorder` needs a delay. The
+    /// draws come from the port's seed (a mix of the scenario seed), or
+    /// `seed`. Default none.
+    #[serde(default, skip_serializing_if = "ImpairConfig::is_default")]
+    pub impair: ImpairConfig,
+    /// Impairments of the reverse port. Default none.
+    #[serde(default, skip_serializing_if = "ImpairConfig::is_default")]
+    pub reverse_impair: ImpairConfig,
 }
 
 fn droptail() -> PortKind {
@@ -241,6 +260,8 @@ impl Topology {
                 queue: d.queue,
                 reverse_queue: QdiscConfig::DropTail,
                 rwm: d.rwm.clone(),
+                impair: d.impair,
+                reverse_impair: d.reverse_impair,
             }],
             Topology::KaLegacy(k) => {
                 let one_way = (k.rtt_ms / 2.0 - 2.0 * k.access.delay_ms).max(0.0);
@@ -257,6 +278,8 @@ impl Topology {
                         queue: QdiscConfig::DropTail,
                         reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
+                        impair: ImpairConfig::OFF,
+                        reverse_impair: ImpairConfig::OFF,
                     },
                     Hop {
                         name: "legacy".into(),
@@ -269,6 +292,8 @@ impl Topology {
                         queue: k.queue,
                         reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
+                        impair: ImpairConfig::OFF,
+                        reverse_impair: ImpairConfig::OFF,
                     },
                 ]
             }
@@ -287,6 +312,8 @@ impl Topology {
                         queue: p.queue,
                         reverse_queue: QdiscConfig::DropTail,
                         rwm: None,
+                        impair: ImpairConfig::OFF,
+                        reverse_impair: ImpairConfig::OFF,
                     })
                     .collect()
             }

@@ -10,6 +10,7 @@ use ka_io::pacing::Pacer;
 use ka_io::tun::TunOptions;
 use ka_router::shell::{Link, ShellConfig};
 
+use crate::impair_args::ImpairArgs;
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
 use crate::rwm_args::RwmArgs;
@@ -26,6 +27,7 @@ EXAMPLES:
   ka-router --in kt0 --out kt1 --rate 50mbit --rwm --rwm-class web=80,443:60%   (KA + RWM gateway)
   ka-router --in kt0 --out kt1 --rate 20mbit --controller crowd:caution=2.5
   ka-router --in kt0 --out kt1 --rate 20mbit --config router.toml
+  ka-router --in kt0 --out kt1 --rate 100mbit --delay 10ms --jitter 3ms --loss 1% --duplicate 1%
 
 CONFIG FILE (--config): the knobs as ka-sim scenarios write them, in the same units:
   [router]                       # ka_router::RouterConfig; every key optional
@@ -40,6 +42,9 @@ CONFIG FILE (--config): the knobs as ka-sim scenarios write them, in the same un
   target = "5ms"
   [rwm]                          # optional: receive-window modulation
   classes = [{ name = "web", ports = [80, 443], share = 0.6 }]
+  [impair]                       # optional: impairments of both directions (or [reverse_impair])
+  loss = "1%"
+  jitter = "3ms"
 Unset keys take the library's defaults (queue measured at the interval's end, no queue target,
 no dither), not this command line's.
 
@@ -96,13 +101,13 @@ pub struct Args {
     pub reverse_rate: Option<u64>,
 
     /// One-way propagation delay added in each direction after serialisation, e.g. 50ms
-    /// (the round trip grows by twice this).
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "0")]
+    /// (the round trip grows by twice this). At most 10s.
+    #[arg(long, value_name = "DURATION", value_parser = bounded_duration, default_value = "0")]
     pub delay: Duration,
 
-    /// Queue limit per direction, in packets (the queue discipline's hard limit). The port
-    /// stops signalling (TCP mode) while the queue is at or above half of it.
-    #[arg(long, value_name = "PACKETS", default_value_t = 1000)]
+    /// Queue limit per direction, in packets (the queue discipline's hard limit), 1 to
+    /// 100000. The port stops signalling (TCP mode) while the queue is at or above half of it.
+    #[arg(long, value_name = "PACKETS", value_parser = queue_limit, default_value = "1000")]
     pub queue: usize,
 
     /// Path RTT d the rate controller assumes until the first RTT-indicator packet arrives.
@@ -260,6 +265,9 @@ pub struct Args {
     #[command(flatten)]
     pub rwm: RwmArgs,
 
+    #[command(flatten)]
+    pub impair: ImpairArgs,
+
     /// MTU set on both TUN devices (bridge mode leaves the interfaces' MTU alone).
     #[arg(long, value_name = "BYTES", default_value_t = 1500)]
     pub mtu: u16,
@@ -355,6 +363,35 @@ pub(crate) fn rate(s: &str) -> Result<u64, String> {
 
 pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| format!("{e} (try e.g. 50ms, 250us, 1s)"))
+}
+
+/// The longest `--delay` and `--jitter`: the delay line holds every packet
+/// the link sends in that time (10 s at 10 Gbit/s is 12.5 GB).
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// The largest `--queue`, in packets (at 1500 bytes, 150 MB per direction).
+pub(crate) const MAX_QUEUE: usize = 100_000;
+
+/// A duration of at most [`MAX_DELAY`] (`--delay`, `--jitter`).
+pub(crate) fn bounded_duration(s: &str) -> Result<Duration, String> {
+    let d = duration(s)?;
+    if d > MAX_DELAY {
+        return Err(format!("at most {}s", MAX_DELAY.as_secs()));
+    }
+    Ok(d)
+}
+
+/// `--queue`: 1 to [`MAX_QUEUE`] packets.
+pub(crate) fn queue_limit(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a number of packets"))?;
+    match n {
+        0 => Err("the queue must hold at least 1 packet (0 would drop every packet)".into()),
+        n if n > MAX_QUEUE => Err(format!("at most {MAX_QUEUE} packets")),
+        n => Ok(n),
+    }
 }
 
 /// `--controller`: `NAME` or `NAME:KEY=VALUE,...`, read as the table

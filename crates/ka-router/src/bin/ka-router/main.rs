@@ -6,6 +6,7 @@
 //! `--in`. See `ka-router --help` and DESIGN §8.1.
 
 mod args;
+mod impair_args;
 mod qdisc_args;
 mod realtime;
 mod rwm_args;
@@ -42,6 +43,7 @@ fn main() -> anyhow::Result<()> {
             rate_bps = forward.capacity_bps,
             reverse_rate_bps = reverse.capacity_bps,
             delay = ?forward.delay,
+            impair = ?forward.impair,
             queue = forward.queue_limit,
             signalling = ?forward.signalling,
             qdisc = forward.qdisc.name(),

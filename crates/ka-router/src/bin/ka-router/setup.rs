@@ -10,8 +10,8 @@ use anyhow::{Context as _, bail};
 use ka_router::qdisc::{FqCodelConfig, QdiscConfig, RedConfig};
 use ka_router::rwm::RwmConfig;
 use ka_router::{
-    Carrier, ControllerKind, PortConfig, QueueMeasure, RcpConfig, RcpUpdate, RouterConfig,
-    RouterFile, XcpConfig,
+    Carrier, ControllerKind, ImpairConfig, PortConfig, QueueMeasure, RcpConfig, RcpUpdate,
+    RouterConfig, RouterFile, XcpConfig,
 };
 
 use crate::args::{Args, OnOff, QueueMeasureArg, RcpUpdateArg, SignallingArg};
@@ -78,12 +78,34 @@ impl TryFrom<&Args> for Setup {
             None => fwd_qdisc,
         };
         let seed = a.qdisc.seed();
-        let port = |capacity: u64, qdisc: QdiscConfig, seed: u64| -> anyhow::Result<PortConfig> {
+        let file_impair = file.as_ref().and_then(|f| f.impair);
+        let file_reverse_impair = file.as_ref().and_then(|f| f.reverse_impair);
+        if (file_impair.is_some() || file_reverse_impair.is_some()) && a.impair.any() {
+            bail!("impairments are set both in --config and by their flags");
+        }
+        a.impair.check(a.delay)?;
+        let fwd_impair = file_impair.unwrap_or_else(|| a.impair.config(false));
+        let rev_impair = match (file_reverse_impair, file_impair) {
+            (Some(r), _) => r,
+            // The forward table for both: the reverse direction still
+            // draws its own stream.
+            (None, Some(f)) => ImpairConfig {
+                seed: f.seed.map(crate::impair_args::reverse_seed),
+                ..f
+            },
+            (None, None) => a.impair.config(true),
+        };
+        let port = |capacity: u64,
+                    qdisc: QdiscConfig,
+                    seed: u64,
+                    impair: ImpairConfig|
+         -> anyhow::Result<PortConfig> {
             let mut c = router.port(carrier, capacity);
             c.qdisc = qdisc;
             c.seed = seed;
             c.queue_limit = a.queue;
             c.delay = a.delay;
+            c.impair = impair;
             // A bridge is invisible at layer 3: no TTL / hop-limit decrement
             // (IPv6 neighbour discovery also needs hop limit 255 to survive).
             c.decrement_ttl = a.bridge.is_none();
@@ -92,11 +114,12 @@ impl TryFrom<&Args> for Setup {
                 .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
             Ok(c)
         };
-        let forward = port(a.rate, fwd_qdisc, seed)?;
+        let forward = port(a.rate, fwd_qdisc, seed, fwd_impair)?;
         let reverse = port(
             a.reverse_rate.unwrap_or(a.rate),
             rev_qdisc,
             seed ^ 0x5245_5645_5253_4521,
+            rev_impair,
         )?;
         let rwm = match file.and_then(|f| f.rwm) {
             Some(_) if a.rwm.rwm => bail!("RWM is set both in --config and by --rwm"),
