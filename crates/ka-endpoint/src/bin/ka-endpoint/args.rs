@@ -38,8 +38,8 @@ EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt
 Stop with Ctrl-C or SIGTERM. Logging: RUST_LOG=debug (default info, on stderr).";
 
 /// Kick-Ass end host: a userspace TCP (NewReno/CUBIC) with KA rate signalling on a TUN
-/// device, as a bulk-transfer sender or receiver. Talks to any TCP peer; KA is used only
-/// when the peer offers it too.
+/// device, as a bulk-transfer sender or receiver, or a prober telling whether KA survives a
+/// path. Talks to any TCP peer; KA is used only when the peer offers it too.
 #[derive(Debug, Parser)]
 #[command(name = "ka-endpoint", version, after_long_help = AFTER, after_help = "Wiring, units and examples: --help")]
 pub struct Cli {

@@ -1,6 +1,6 @@
 //! `ka-endpoint`: a Kick-Ass end host on a TUN device — bulk sender or
-//! receiver over the userspace TCP/KA stack (DESIGN §8.3). See
-//! `ka-endpoint --help`.
+//! receiver over the userspace TCP/KA stack (DESIGN §8.3), or a path
+//! prober (DESIGN §6.7). See `ka-endpoint --help`.
 
 mod args;
 mod probe;
