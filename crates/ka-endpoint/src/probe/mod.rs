@@ -271,7 +271,9 @@ impl Prober {
         }
         let (local, remote) = (self.cfg.local.ip().octets(), self.cfg.remote.ip().octets());
         if let Some(mtu) = frag_needed_mtu(packet, remote) {
-            self.report.icmp_mtu = Some(self.report.icmp_mtu.map_or(mtu, |m| m.min(mtu)));
+            if mtu > 0 {
+                self.report.icmp_mtu = Some(self.report.icmp_mtu.map_or(mtu, |m| m.min(mtu)));
+            }
             // The DF probe in flight is too big: no need to wait for it.
             if let Some(
                 p @ Pending {
