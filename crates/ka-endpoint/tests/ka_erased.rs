@@ -1,5 +1,5 @@
 //! A path whose middlebox reassembles fragments (the KA signal is erased,
-//! paper §IV-C; what `ka-endpoint probe` reports as "leading-fragment
+//! DESIGN §6.7; what `ka-endpoint probe` reports as "leading-fragment
 //! length: ERASED", DESIGN §6.7): KA is negotiated but no code ever
 //! arrives. The sender must stay in TCP mode and lose nothing against a
 //! plain TCP connection on the same path.

@@ -1,8 +1,8 @@
 //! The path prober (`ka_endpoint::probe`, DESIGN §6.7) against a real KA
 //! receiver (the sans-IO `Stack`) in virtual time, through stand-ins for
-//! the middleboxes the paper's §IV-C measured: a clean path with a smaller
-//! MTU, a reassembling middlebox (whole, or re-fragmented the way Linux
-//! conntrack does), one that drops fragments, one that ignores DF.
+//! the middleboxes DESIGN §6.7 is about: a clean path with a smaller
+//! MTU, a reassembling middlebox (whole, or re-fragmented at the largest
+//! piece as Linux conntrack does when it cannot reuse the pieces), one that drops fragments, one that ignores DF.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddrV4;
@@ -332,4 +332,46 @@ fn a_short_budget_ends_in_time_with_what_it_has() {
     assert!(took <= timeout, "took {took:?}");
     assert!(r.timed_out);
     assert_eq!(r.path_mtu(), Some(1500));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever arrives — garbage, or a real ACK with bytes flipped or cut
+    /// short — the prober neither panics nor outlives its budget.
+    #[test]
+    fn any_input_is_survived(
+        garbage in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+        flip in 0usize..80,
+        bit in 0u8..8,
+        cut in 0usize..80,
+    ) {
+        let t0 = Instant::now();
+        let mut cfg = ProbeConfig::new(prober_addr(), receiver_addr(), 1);
+        cfg.timeout = Duration::from_secs(2);
+        let mut prober = Prober::new(cfg, t0);
+        let mut server = Stack::new(ka_receiver(), t0);
+        server.listen(5001);
+        let mut buf = vec![0u8; 65_536];
+        let mut now = t0;
+        while !prober.is_done() {
+            while let Some(p) = prober.poll_transmit() {
+                server.handle_packet(now, &p);
+            }
+            while let Some(n) = server.poll_transmit(now, &mut buf) {
+                let mut pkt = buf[..n].to_vec();
+                prober.handle_packet(now, &garbage);
+                let i = flip % pkt.len();
+                pkt[i] ^= 1 << bit;
+                prober.handle_packet(now, &pkt[..cut.min(pkt.len())]);
+                prober.handle_packet(now, &pkt);
+                pkt[i] ^= 1 << bit;
+                prober.handle_packet(now, &pkt);
+            }
+            now = prober.poll_timeout().unwrap_or(now).max(now + Duration::from_millis(1));
+            prober.handle_timeout(now);
+            server.handle_timeout(now);
+        }
+        proptest::prop_assert!(now - t0 <= Duration::from_secs(2) + Duration::from_millis(1));
+    }
 }

@@ -27,8 +27,8 @@ HOW IT WORKS:
 
 FINDINGS (one line each; with --json one object):
   fragmented packets delivered  Full-size segments split into a leading fragment of L bytes
-                                and the rest are acknowledged. NO: something drops IP
-                                fragments (8.3 % of clients in the KA paper, §IV-C).
+                                and the rest are acknowledged. NO: something on the path
+                                drops IP fragments; KA cannot work there.
   leading-fragment length       preserved: the receiver echoed every sampled L (24, 200, 504,
                                 880, 1200 and the largest a path-MTU packet carries) as sent.
                                 ERASED: a middlebox reassembles fragments (NAT, firewalls,
