@@ -164,6 +164,7 @@ pub mod cc;
 pub mod config;
 pub mod conn;
 pub mod isn;
+pub mod probe;
 pub mod rtt;
 pub mod stack;
 pub mod udp;

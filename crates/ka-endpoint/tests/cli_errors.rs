@@ -110,3 +110,65 @@ fn devices_and_mtus_that_cannot_work_are_named() {
         "below 1280",
     );
 }
+
+#[test]
+fn probe_refuses_what_it_cannot_probe() {
+    let base = ["probe", "--tun", "kacli9", "--to", "10.9.0.2:5001"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(extra).copied().collect()
+    };
+    assert_fails_with(
+        &[
+            "probe",
+            "--tun",
+            "kacli9",
+            "--addr",
+            "fd00::1/64",
+            "--to",
+            "[fd00::2]:5001",
+        ],
+        "the probe is IPv4 only",
+    );
+    assert_fails_with(
+        &[
+            "probe",
+            "--tun",
+            "kacli9",
+            "--addr",
+            "10.9.0.2/24",
+            "--to",
+            "10.9.0.2:5001",
+        ],
+        "is the prober's own address",
+    );
+    assert_fails_with(
+        &with(&["--addr", "10.9.0.1/24", "--timeout", "100ms"]),
+        "too short",
+    );
+    assert_fails_with(
+        &with(&["--addr", "10.9.0.1/24", "--mtu", "500"]),
+        "below 576",
+    );
+    assert!(!Path::new("/sys/class/net/kacli9").exists());
+}
+
+#[test]
+fn probe_help_explains_every_finding() {
+    let out = Command::new(BIN)
+        .args(["probe", "--help"])
+        .output()
+        .expect("run ka-endpoint");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for finding in [
+        "fragmented packets delivered",
+        "leading-fragment length",
+        "RTT indicators",
+        "path MTU",
+        "DF respected",
+        "verdict",
+        "EXIT STATUS",
+    ] {
+        assert!(help.contains(finding), "{finding:?} not in --help:\n{help}");
+    }
+}

@@ -38,8 +38,8 @@ EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt
 Stop with Ctrl-C or SIGTERM. Logging: RUST_LOG=debug (default info, on stderr).";
 
 /// Kick-Ass end host: a userspace TCP (NewReno/CUBIC) with KA rate signalling on a TUN
-/// device, as a bulk-transfer sender or receiver. Talks to any TCP peer; KA is used only
-/// when the peer offers it too.
+/// device, as a bulk-transfer sender or receiver, or a prober telling whether KA survives a
+/// path. Talks to any TCP peer; KA is used only when the peer offers it too.
 #[derive(Debug, Parser)]
 #[command(name = "ka-endpoint", version, after_long_help = AFTER, after_help = "Wiring, units and examples: --help")]
 pub struct Cli {
@@ -57,6 +57,51 @@ pub enum Cmd {
     /// Connect, send a number of bytes (or a file), close, and report goodput, FCT and the
     /// time spent in each mode.
     Send(SendArgs),
+    /// Test whether Kick-Ass survives the path to a `ka-endpoint recv`: fragmented packets,
+    /// the leading fragment's length, RTT indicators, path MTU, DF (one line per finding).
+    #[command(after_long_help = crate::probe::HELP)]
+    Probe(ProbeArgs),
+}
+
+/// Options of `probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// TUN device to attach to, or create if it does not exist.
+    #[arg(long, value_name = "DEV", default_value = "ka0")]
+    pub tun: String,
+
+    /// The prober's own address and prefix, e.g. 10.0.0.1/24 (IPv4 only).
+    #[arg(long, value_name = "ADDR/PREFIX")]
+    pub addr: Cidr,
+
+    /// Address of the device's kernel side [default: highest host of the prefix, or the
+    /// lowest if that is --addr]. `none`: leave the device's addresses and routes as they are.
+    #[arg(long, value_name = "IP|none")]
+    pub kernel_addr: Option<KernelAddr>,
+
+    /// The `ka-endpoint recv` to probe.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub to: SocketAddr,
+
+    /// Device MTU: the largest packet the probe sends (and the first path-MTU guess).
+    #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+    pub mtu: u16,
+
+    /// The whole probe, closing included, ends within this time; what it could not test by
+    /// then is reported as untested.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10s")]
+    pub timeout: Duration,
+
+    /// Print one JSON object with every finding on stdout (and nothing else there).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ProbeArgs {
+    /// The kernel-side address to configure (`None`: leave the device alone).
+    pub fn kernel_side(&self) -> anyhow::Result<Option<IpAddr>> {
+        kernel_side(self.addr, self.kernel_addr)
+    }
 }
 
 /// Options of both subcommands.
@@ -289,24 +334,28 @@ impl Common {
 
     /// The kernel-side address to configure (`None`: leave the device alone).
     pub fn kernel_side(&self) -> anyhow::Result<Option<IpAddr>> {
-        match self.kernel_addr {
-            Some(KernelAddr::None) => Ok(None),
-            Some(KernelAddr::Addr(a)) => {
-                anyhow::ensure!(a != self.addr.addr, "--kernel-addr must differ from --addr");
-                anyhow::ensure!(
-                    a.is_ipv4() == self.addr.addr.is_ipv4(),
-                    "--kernel-addr and --addr must be of the same family"
-                );
-                Ok(Some(a))
-            }
-            None => self.addr.kernel_side().map(Some).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--addr {}: the prefix has no room for a kernel-side address; use at most /30 \
-                     (or pass --kernel-addr)",
-                    self.addr
-                )
-            }),
+        kernel_side(self.addr, self.kernel_addr)
+    }
+}
+
+/// The kernel-side address for `--addr addr` and `--kernel-addr kernel_addr`.
+fn kernel_side(addr: Cidr, kernel_addr: Option<KernelAddr>) -> anyhow::Result<Option<IpAddr>> {
+    match kernel_addr {
+        Some(KernelAddr::None) => Ok(None),
+        Some(KernelAddr::Addr(a)) => {
+            anyhow::ensure!(a != addr.addr, "--kernel-addr must differ from --addr");
+            anyhow::ensure!(
+                a.is_ipv4() == addr.addr.is_ipv4(),
+                "--kernel-addr and --addr must be of the same family"
+            );
+            Ok(Some(a))
         }
+        None => addr.kernel_side().map(Some).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--addr {addr}: the prefix has no room for a kernel-side address; use at most /30 \
+                 (or pass --kernel-addr)"
+            )
+        }),
     }
 }
 

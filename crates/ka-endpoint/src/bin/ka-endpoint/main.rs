@@ -1,8 +1,9 @@
 //! `ka-endpoint`: a Kick-Ass end host on a TUN device — bulk sender or
-//! receiver over the userspace TCP/KA stack (DESIGN §8.3). See
-//! `ka-endpoint --help`.
+//! receiver over the userspace TCP/KA stack (DESIGN §8.3), or a path
+//! prober (DESIGN §6.7). See `ka-endpoint --help`.
 
 mod args;
+mod probe;
 mod report;
 
 use std::io::{Read as _, Write as _};
@@ -24,14 +25,20 @@ const LINGER: Duration = Duration::from_secs(3);
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
+    // The probe is a small synchronous loop of its own.
+    let cmd = match cli.cmd {
+        Cmd::Probe(a) => return probe::run(a),
+        cmd => cmd,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(async {
-        match cli.cmd {
+        match cmd {
             Cmd::Recv(a) => recv(a).await,
             Cmd::Send(a) => send(a).await,
+            Cmd::Probe(a) => probe::run(a),
         }
     })
 }
