@@ -49,7 +49,10 @@ for t in "${targets[@]}"; do
 done
 
 echo "== building ${#targets[@]} targets (release, debug assertions, ASan)"
-cargo +nightly fuzz build -O "${targets[@]}" 2>&1 | tail -1
+# `cargo fuzz build` takes at most one target.
+for t in "${targets[@]}"; do
+    cargo +nightly fuzz build -O "$t" 2>&1 | tail -1
+done
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
