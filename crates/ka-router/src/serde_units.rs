@@ -132,26 +132,10 @@ pub mod probability {
 
     /// Reads a fraction (`0.01`, `0`, `1`) or a string (`"1%"`).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = f64;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a probability: a fraction such as 0.01 or a string such as \"1%\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
-                crate::impair::parse_probability(v).map_err(E::custom)
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
-                Ok(v)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
-                Ok(v as f64)
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
-                Ok(v as f64)
-            }
-        }
-        d.deserialize_any(V)
+        d.deserialize_any(NumberOrText {
+            expecting: "a probability: a fraction such as 0.01 or a string such as \"1%\"",
+            parse: crate::impair::parse_probability,
+        })
     }
 }
 
@@ -168,32 +152,45 @@ pub mod bytes_per_ms {
 
     /// Reads a number of B/ms or a bit rate with a unit.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = f64;
+        d.deserialize_any(NumberOrText {
+            expecting: "a number of bytes per ms or a rate such as \"120kbit\"",
+            parse: |v| {
+                parse_rate(v)
+                    .map(|bps| bps as f64 / 8000.0)
+                    .map_err(|e| format!("{v:?}: {e}"))
+            },
+        })
+    }
+}
 
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a number of bytes per ms or a rate such as \"120kbit\"")
-            }
+/// An `f64` written as a number (taken as it is) or as text that `parse`
+/// reads (with its unit or `%`).
+struct NumberOrText {
+    expecting: &'static str,
+    parse: fn(&str) -> Result<f64, String>,
+}
 
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
-                let bps = RateVisitor.visit_str::<E>(v)?;
-                Ok(bps as f64 / 8000.0)
-            }
+impl Visitor<'_> for NumberOrText {
+    type Value = f64;
 
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
-                Ok(v)
-            }
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.expecting)
+    }
 
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
-                Ok(v as f64)
-            }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+        (self.parse)(v).map_err(E::custom)
+    }
 
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
-                Ok(v as f64)
-            }
-        }
-        d.deserialize_any(V)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        Ok(v)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        Ok(v as f64)
     }
 }
 

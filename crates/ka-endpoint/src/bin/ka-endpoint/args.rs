@@ -66,18 +66,9 @@ pub enum Cmd {
 /// Options of `probe`.
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
-    /// TUN device to attach to, or create if it does not exist.
-    #[arg(long, value_name = "DEV", default_value = "ka0")]
-    pub tun: String,
-
-    /// The prober's own address and prefix, e.g. 10.0.0.1/24 (IPv4 only).
-    #[arg(long, value_name = "ADDR/PREFIX")]
-    pub addr: Cidr,
-
-    /// Address of the device's kernel side [default: highest host of the prefix, or the
-    /// lowest if that is --addr]. `none`: leave the device's addresses and routes as they are.
-    #[arg(long, value_name = "IP|none")]
-    pub kernel_addr: Option<KernelAddr>,
+    #[command(flatten)]
+    /// Device and address (IPv4 only).
+    pub device: Device,
 
     /// The `ka-endpoint recv` to probe.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -97,7 +88,24 @@ pub struct ProbeArgs {
     pub json: bool,
 }
 
-impl ProbeArgs {
+/// The TUN device and the address on it, shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct Device {
+    /// TUN device to attach to, or create if it does not exist.
+    #[arg(long, value_name = "DEV", default_value = "ka0")]
+    pub tun: String,
+
+    /// This host's own address and prefix, e.g. 10.0.0.1/24.
+    #[arg(long, value_name = "ADDR/PREFIX")]
+    pub addr: Cidr,
+
+    /// Address of the device's kernel side [default: highest host of the prefix, or the
+    /// lowest if that is --addr]. `none`: leave the device's addresses and routes as they are.
+    #[arg(long, value_name = "IP|none")]
+    pub kernel_addr: Option<KernelAddr>,
+}
+
+impl Device {
     /// The kernel-side address to configure (`None`: leave the device alone).
     pub fn kernel_side(&self) -> anyhow::Result<Option<IpAddr>> {
         kernel_side(self.addr, self.kernel_addr)
@@ -107,18 +115,9 @@ impl ProbeArgs {
 /// Options of both subcommands.
 #[derive(Debug, Args)]
 pub struct Common {
-    /// TUN device to attach to, or create if it does not exist.
-    #[arg(long, value_name = "DEV", default_value = "ka0")]
-    pub tun: String,
-
-    /// The endpoint's own address and prefix, e.g. 10.0.0.1/24.
-    #[arg(long, value_name = "ADDR/PREFIX")]
-    pub addr: Cidr,
-
-    /// Address of the device's kernel side [default: highest host of the prefix, or the
-    /// lowest if that is --addr]. `none`: leave the device's addresses and routes as they are.
-    #[arg(long, value_name = "IP|none")]
-    pub kernel_addr: Option<KernelAddr>,
+    #[command(flatten)]
+    /// Device and address.
+    pub device: Device,
 
     /// Plain TCP: never offer KA (no KA options are ever sent).
     #[arg(long)]
@@ -331,11 +330,6 @@ impl Common {
             ..DriverConfig::default()
         }
     }
-
-    /// The kernel-side address to configure (`None`: leave the device alone).
-    pub fn kernel_side(&self) -> anyhow::Result<Option<IpAddr>> {
-        kernel_side(self.addr, self.kernel_addr)
-    }
 }
 
 /// The kernel-side address for `--addr addr` and `--kernel-addr kernel_addr`.
@@ -425,7 +419,7 @@ mod tests {
         assert!(!cfg.stack.tcp.hystart, "plain slow start by default");
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
-            s.common.kernel_side().unwrap(),
+            s.common.device.kernel_side().unwrap(),
             Some("10.0.1.254".parse().unwrap())
         );
         assert!(

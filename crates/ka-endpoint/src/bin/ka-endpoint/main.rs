@@ -55,25 +55,34 @@ fn log_driver_stats(stack: &KaStack) {
     }
 }
 
+/// A failure to open TUN device `tun`, with the privilege hint only when
+/// the kernel said permission denied.
+fn open_error(e: std::io::Error, tun: &str) -> anyhow::Error {
+    let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+        " (needs root / CAP_NET_ADMIN)"
+    } else {
+        ""
+    };
+    anyhow::Error::new(e).context(format!("opening TUN device {tun}{hint}"))
+}
+
 fn open(common: &Common) -> anyhow::Result<KaStack> {
     anyhow::ensure!(
-        common.addr.addr.is_ipv4() || common.mtu >= 1280,
+        common.device.addr.addr.is_ipv4() || common.mtu >= 1280,
         "--mtu {} is below 1280, the IPv6 minimum link MTU (RFC 8200 §5)",
         common.mtu
     );
-    let kernel = common.kernel_side()?;
-    let stack = KaStack::open_with(&common.tun, common.addr, kernel, common.driver_config())
-        .map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                " (needs root / CAP_NET_ADMIN)"
-            } else {
-                ""
-            };
-            anyhow::Error::new(e).context(format!("opening TUN device {}{hint}", common.tun))
-        })?;
+    let kernel = common.device.kernel_side()?;
+    let stack = KaStack::open_with(
+        &common.device.tun,
+        common.device.addr,
+        kernel,
+        common.driver_config(),
+    )
+    .map_err(|e| open_error(e, &common.device.tun))?;
     tracing::info!(
-        dev = %common.tun,
-        addr = %common.addr,
+        dev = %common.device.tun,
+        addr = %common.device.addr,
         kernel_side = ?kernel,
         ka = !common.no_ka,
         cc = ?common.cc,
@@ -85,9 +94,9 @@ fn open(common: &Common) -> anyhow::Result<KaStack> {
 async fn recv(a: RecvArgs) -> anyhow::Result<()> {
     if let Some(ip) = a.listen.ip {
         anyhow::ensure!(
-            ip == a.common.addr.addr,
+            ip == a.common.device.addr.addr,
             "--listen {ip} is not this endpoint's address (--addr {})",
-            a.common.addr
+            a.common.device.addr
         );
     }
     let stack = open(&a.common)?;

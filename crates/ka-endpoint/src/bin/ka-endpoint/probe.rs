@@ -57,11 +57,11 @@ EXAMPLE (as root, inside the namespaces of examples/testbed/testbed.sh --name kt
 
 /// Runs the probe and prints the report.
 pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
-    let IpAddr::V4(ip) = a.addr.addr else {
+    let IpAddr::V4(ip) = a.device.addr.addr else {
         bail!(
             "--addr {}: the probe is IPv4 only (IPv6 has no DF bit, and its fragments are \
              made only by the sender)",
-            a.addr
+            a.device.addr
         );
     };
     let SocketAddr::V4(to) = a.to else {
@@ -70,7 +70,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         *to.ip() != ip,
         "--to {to} is the prober's own address (--addr {})",
-        a.addr
+        a.device.addr
     );
     anyhow::ensure!(
         a.mtu >= ka_endpoint::probe::MIN_MTU,
@@ -82,28 +82,21 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         "--timeout {:?} is too short to open a connection and probe (at least 1s)",
         a.timeout
     );
-    let kernel = a.kernel_side()?;
+    let kernel = a.device.kernel_side()?;
     let dev = open_tun(
-        &a.tun,
+        &a.device.tun,
         &TunOptions {
             mtu: a.mtu,
             ..TunOptions::default()
         },
     )
-    .map_err(|e| {
-        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-            " (needs root / CAP_NET_ADMIN)"
-        } else {
-            ""
-        };
-        anyhow::Error::new(e).context(format!("opening TUN device {}{hint}", a.tun))
-    })?;
+    .map_err(|e| super::open_error(e, &a.device.tun))?;
     if let Some(k) = kernel {
-        configure_kernel_side(&a.tun, a.addr, k)
-            .with_context(|| format!("giving {}'s kernel side the address {k}", a.tun))?;
+        configure_kernel_side(&a.device.tun, a.device.addr, k)
+            .with_context(|| format!("giving {}'s kernel side the address {k}", a.device.tun))?;
     }
     dev.set_nonblocking(true)
-        .with_context(|| format!("making {} non-blocking", a.tun))?;
+        .with_context(|| format!("making {} non-blocking", a.device.tun))?;
 
     // A random ISN and ephemeral port: a fresh connection at the receiver.
     let r = RandomState::new().hash_one(Instant::now());
@@ -111,13 +104,14 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
     let mut cfg = ProbeConfig::new(SocketAddrV4::new(ip, port), to, (r >> 32) as u32);
     cfg.mtu = a.mtu;
     cfg.timeout = a.timeout;
-    tracing::info!(dev = %a.tun, from = %cfg.local, to = %to, timeout = ?a.timeout, "probing");
+    tracing::info!(dev = %a.device.tun, from = %cfg.local, to = %to, timeout = ?a.timeout, "probing");
     let mut prober = Prober::new(cfg, Instant::now());
     let mut buf = vec![0u8; MAX_PACKET];
     loop {
         while let Some(p) = prober.poll_transmit() {
-            dev.send(&p)
-                .with_context(|| format!("writing a {}-byte packet to {}", p.len(), a.tun))?;
+            dev.send(&p).with_context(|| {
+                format!("writing a {}-byte packet to {}", p.len(), a.device.tun)
+            })?;
         }
         if prober.is_done() {
             break;
@@ -135,7 +129,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
                     {
                         break;
                     }
-                    Err(e) => return Err(e).with_context(|| format!("reading {}", a.tun)),
+                    Err(e) => return Err(e).with_context(|| format!("reading {}", a.device.tun)),
                 }
             }
         }
@@ -155,7 +149,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
              there, and does the far side route {} back to this device?",
             a.timeout,
             to.port(),
-            a.addr
+            a.device.addr
         );
     }
     Ok(())
