@@ -98,46 +98,16 @@ impl Path {
             sh(&["ip", "-n", n, "addr", "add", addr, "dev", dev]);
             sh(&["ip", "-n", n, "link", "set", dev, "up"]);
         }
-        sh(&[
-            "ip",
-            "-n",
-            p,
-            "route",
-            "add",
-            "default",
-            "via",
-            "10.91.1.254",
-        ]);
-        sh(&[
-            "ip",
-            "-n",
-            r,
-            "route",
-            "add",
-            "default",
-            "via",
-            "10.91.2.254",
-        ]);
-        sh(&[
-            "ip",
-            "-n",
-            m,
-            "route",
-            "add",
-            "10.91.10.0/30",
-            "via",
-            "10.91.1.1",
-        ]);
-        sh(&[
-            "ip",
-            "-n",
-            m,
-            "route",
-            "add",
-            "10.91.20.0/30",
-            "via",
-            "10.91.2.1",
-        ]);
+        // Prober and receiver route everything through the middle; the
+        // middle reaches each end's /30 through that end.
+        for (n, to, via) in [
+            (p, "default", "10.91.1.254"),
+            (r, "default", "10.91.2.254"),
+            (m, "10.91.10.0/30", "10.91.1.1"),
+            (m, "10.91.20.0/30", "10.91.2.1"),
+        ] {
+            sh(&["ip", "-n", n, "route", "add", to, "via", via]);
+        }
         if vxlan {
             for (n, local, remote, dev, addr) in [
                 (m, "10.91.2.254", "10.91.2.1", "vm2", "10.91.3.254/24"),
