@@ -4,6 +4,8 @@
 //! MTU, a reassembling middlebox (whole, or re-fragmented at the largest
 //! piece as Linux conntrack does when it cannot reuse the pieces), one that drops fragments, one that ignores DF.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
@@ -88,14 +90,7 @@ fn reassembler(linux: bool) -> Middle {
         let lead = held.remove(&id).expect("leading piece first");
         let l = Ipv4Packet::new_checked(&lead[..]).unwrap();
         let biggest = l.payload().len().max(ip.payload().len());
-        let mut joined = l.header().to_vec();
-        joined.extend_from_slice(l.payload());
-        joined.extend_from_slice(ip.payload());
-        let total = joined.len() as u16;
-        let mut j = Ipv4Packet::new_unchecked(&mut joined[..]);
-        j.set_total_len(total);
-        j.set_flags_and_offset(false, false, 0);
-        j.fill_checksum();
+        let joined = common::join_fragments(&l, &ip);
         if !linux {
             return (vec![joined], vec![]);
         }

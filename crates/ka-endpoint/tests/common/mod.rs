@@ -12,6 +12,20 @@ use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+/// The datagram of leading fragment `lead` and the rest `tail` (the
+/// leading one's header, both payloads; not a fragment any more).
+pub fn join_fragments(lead: &Ipv4Packet<&[u8]>, tail: &Ipv4Packet<&[u8]>) -> Vec<u8> {
+    let mut joined = lead.header().to_vec();
+    joined.extend_from_slice(lead.payload());
+    joined.extend_from_slice(tail.payload());
+    let total = joined.len() as u16;
+    let mut j = Ipv4Packet::new_unchecked(&mut joined[..]);
+    j.set_total_len(total);
+    j.set_flags_and_offset(false, false, 0);
+    j.fill_checksum();
+    joined
+}
+
 /// xorshift64* — deterministic, seeded.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -137,15 +151,7 @@ impl Hop {
                     out.push(pkt);
                     return;
                 }
-                let mut joined = l.header().to_vec();
-                joined.extend_from_slice(l.payload());
-                joined.extend_from_slice(ip.payload());
-                let total = joined.len() as u16;
-                let mut j = Ipv4Packet::new_unchecked(&mut joined[..]);
-                j.set_total_len(total);
-                j.set_flags_and_offset(false, false, 0);
-                j.fill_checksum();
-                out.push(joined);
+                out.push(join_fragments(&l, &ip));
             }
             Hop::Filter(f) => {
                 if !f(now, &pkt) {
