@@ -754,7 +754,9 @@ impl Host for HostNode {
             return;
         };
         for (&h, a) in &s.active {
-            if let (Some(c), Some(f)) = (self.stack.conn(h), world.flow_mut(a.id)) {
+            // `conn_mut`: the connection's clock catches up with the
+            // stack's (DESIGN §6.7) before its KA time is read.
+            if let (Some(c), Some(f)) = (self.stack.conn_mut(h), world.flow_mut(a.id)) {
                 f.ka_time = u64::try_from(c.stats().time_in_ka.as_nanos()).unwrap_or(u64::MAX);
             }
         }
