@@ -135,6 +135,8 @@ pub struct Stack {
     /// anywhere: every connection's clock has reached it (applied lazily,
     /// see [`Connection::advance_clock`]).
     drained_at: Option<Instant>,
+    /// Reused list of connection ids (due timers, event candidates).
+    id_scratch: Vec<u64>,
 }
 
 /// What the IP header of a TCP segment's packet carried for the connection:
@@ -173,6 +175,7 @@ impl Stack {
             stats: StackStats::default(),
             sched: RefCell::new(Sched::default()),
             drained_at: None,
+            id_scratch: Vec::new(),
             cfg,
         }
     }
@@ -327,8 +330,9 @@ impl Stack {
 
     /// Events of every connection that may have some, in id order.
     fn collect_events(&mut self) {
-        let ids = std::mem::take(&mut self.sched.get_mut().events);
-        for id in ids {
+        let mut ids = std::mem::take(&mut self.id_scratch);
+        self.sched.get_mut().events.take_sorted(&mut ids);
+        for &id in &ids {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -336,6 +340,7 @@ impl Stack {
                 self.events.push_back((ConnHandle(id), ev));
             }
         }
+        self.id_scratch = ids;
     }
 
     fn remove(&mut self, id: u64) {
@@ -367,7 +372,9 @@ impl Stack {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.reasm.handle_timeout(now);
         self.flush_timers();
-        for id in self.sched.get_mut().take_due(now) {
+        let mut due = std::mem::take(&mut self.id_scratch);
+        self.sched.get_mut().take_due(now, &mut due);
+        for &id in &due {
             let Some(c) = self.conn_touch(id) else {
                 continue;
             };
@@ -375,6 +382,7 @@ impl Stack {
                 c.handle_timeout(now);
             }
         }
+        self.id_scratch = due;
     }
 
     /// Writes the next outgoing IP packet into `buf` and returns its length.
@@ -389,8 +397,9 @@ impl Stack {
         // Connections whose timers are due may send (pacing, delayed ACK).
         self.flush_timers();
         let sched = self.sched.get_mut();
-        for id in sched.take_due(now) {
-            if let (Some(c), Some(t)) = (self.conns.get_mut(&id), self.drained_at) {
+        sched.take_due(now, &mut self.id_scratch);
+        for id in &self.id_scratch {
+            if let (Some(c), Some(t)) = (self.conns.get_mut(id), self.drained_at) {
                 c.advance_clock(t);
             }
         }

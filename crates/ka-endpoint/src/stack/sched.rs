@@ -25,21 +25,89 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
+
+/// Hashes connection ids (assigned by the stack in sequence, never chosen
+/// by a peer, so no HashDoS concern) by one multiplication.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A list of connection ids with duplicates allowed but kept in check
+/// (compacted whenever it doubles), reusing its allocation: the
+/// candidate lists are filled and emptied on every event, and a B-tree
+/// would allocate and free a node each time.
+#[derive(Debug)]
+pub(super) struct IdList {
+    ids: Vec<u64>,
+    compact_at: usize,
+}
+
+impl Default for IdList {
+    fn default() -> Self {
+        IdList {
+            ids: Vec::new(),
+            compact_at: 64,
+        }
+    }
+}
+
+impl IdList {
+    fn push(&mut self, id: u64) {
+        if self.ids.last() == Some(&id) {
+            return;
+        }
+        if self.ids.len() >= self.compact_at {
+            self.sort();
+            self.compact_at = 2 * self.ids.len() + 64;
+        }
+        self.ids.push(id);
+    }
+
+    fn sort(&mut self) {
+        self.ids.sort_unstable();
+        self.ids.dedup();
+    }
+
+    /// Moves the ids, sorted and without duplicates, into `out` (cleared
+    /// first), leaving the list empty.
+    pub(super) fn take_sorted(&mut self, out: &mut Vec<u64>) {
+        self.sort();
+        out.clear();
+        std::mem::swap(&mut self.ids, out);
+        self.compact_at = 64;
+    }
+}
 
 /// The scheduling state; see the module docs.
 #[derive(Debug, Default)]
 pub(super) struct Sched {
     heap: BinaryHeap<Reverse<(Instant, u64, u64)>>,
     /// Connection id → (deadline, generation) of its live heap entry.
-    armed: HashMap<u64, (Instant, u64)>,
+    armed: HashMap<u64, (Instant, u64), BuildHasherDefault<IdHasher>>,
     next_gen: u64,
     /// Touched since its deadline was last computed.
-    dirty: BTreeSet<u64>,
+    dirty: IdList,
+    /// Scratch for `flush` and `take_due` (kept for its allocation).
+    scratch: Vec<u64>,
     /// May have a packet to send.
     pub(super) ready: BTreeSet<u64>,
-    /// May have events queued.
-    pub(super) events: BTreeSet<u64>,
+    /// May have events queued (ids of removed connections may linger).
+    pub(super) events: IdList,
     /// Half-open (SYN-RECEIVED) as of the last flush.
     half_open: BTreeSet<u64>,
 }
@@ -47,17 +115,16 @@ pub(super) struct Sched {
 impl Sched {
     /// Connection `id` was (or is about to be) changed.
     pub(super) fn touch(&mut self, id: u64) {
-        self.dirty.insert(id);
+        self.dirty.push(id);
         self.ready.insert(id);
-        self.events.insert(id);
+        self.events.push(id);
     }
 
-    /// Connection `id` is gone.
+    /// Connection `id` is gone. (It may linger in the id lists: their
+    /// consumers skip ids with no connection, and ids are never reused.)
     pub(super) fn forget(&mut self, id: u64) {
         self.armed.remove(&id);
-        self.dirty.remove(&id);
         self.ready.remove(&id);
-        self.events.remove(&id);
         self.half_open.remove(&id);
     }
 
@@ -65,7 +132,9 @@ impl Sched {
     /// connections; `state` gives a connection's current deadline (None: no
     /// timer, or no such connection) and whether it is half-open.
     pub(super) fn flush(&mut self, mut state: impl FnMut(u64) -> (Option<Instant>, bool)) {
-        while let Some(id) = self.dirty.pop_first() {
+        let mut ids = std::mem::take(&mut self.scratch);
+        self.dirty.take_sorted(&mut ids);
+        for &id in &ids {
             let (deadline, half_open) = state(id);
             if half_open {
                 self.half_open.insert(id);
@@ -86,6 +155,7 @@ impl Sched {
                 }
             }
         }
+        self.scratch = ids;
         // Superseded entries are dropped as they surface; rebuild if they
         // pile up (deadlines pushed ever later never surface on their own).
         if self.heap.len() > 2 * self.armed.len() + 64 {
@@ -115,11 +185,12 @@ impl Sched {
         None
     }
 
-    /// Removes and returns the ids of connections whose deadline is at or
-    /// before `now`, in id order (call [`Sched::flush`] first). They count
-    /// as touched: their deadlines are recomputed at the next flush.
-    pub(super) fn take_due(&mut self, now: Instant) -> Vec<u64> {
-        let mut due = Vec::new();
+    /// Removes the connections whose deadline is at or before `now` from
+    /// the heap and puts their ids into `due` (cleared first), in id order
+    /// (call [`Sched::flush`] first). They count as touched: their
+    /// deadlines are recomputed at the next flush.
+    pub(super) fn take_due(&mut self, now: Instant, due: &mut Vec<u64>) {
+        due.clear();
         while let Some(top) = self.heap.peek() {
             if !self.live(top) {
                 self.heap.pop();
@@ -134,10 +205,9 @@ impl Sched {
             due.push(id);
         }
         due.sort_unstable();
-        for &id in &due {
+        for &id in due.iter() {
             self.touch(id);
         }
-        due
     }
 
     /// Heap entries, live and superseded (for tests).
@@ -171,7 +241,9 @@ mod tests {
         s.touch(2);
         s.flush(|id| (deadlines.get(&id).copied().flatten(), false));
         assert_eq!(s.earliest(), Some(at(10)));
-        assert_eq!(s.take_due(at(10)), vec![3]);
+        let mut due = Vec::new();
+        s.take_due(at(10), &mut due);
+        assert_eq!(due, vec![3]);
         // 3 is due again only if its deadline is still due when recomputed.
         deadlines.insert(3, None);
         s.flush(|id| (deadlines.get(&id).copied().flatten(), false));
@@ -180,7 +252,8 @@ mod tests {
         deadlines.insert(3, Some(at(30)));
         s.touch(3);
         s.flush(|id| (deadlines.get(&id).copied().flatten(), false));
-        assert_eq!(s.take_due(at(60)), vec![1, 2, 3]);
+        s.take_due(at(60), &mut due);
+        assert_eq!(due, vec![1, 2, 3]);
         s.flush(|_| (None, false));
         assert_eq!(s.earliest(), None);
     }
@@ -205,9 +278,25 @@ mod tests {
         s.flush(|_| (Some(t0), true));
         assert_eq!(s.half_open(), 1);
         s.forget(4);
-        assert!(s.ready.is_empty() && s.events.is_empty());
+        assert!(s.ready.is_empty());
         assert_eq!(s.half_open(), 0);
         assert_eq!(s.earliest(), None);
-        assert!(s.take_due(t0).is_empty());
+        let mut due = vec![9];
+        s.take_due(t0, &mut due);
+        assert!(due.is_empty());
+    }
+
+    #[test]
+    fn id_lists_stay_compact_and_come_out_sorted() {
+        let mut l = IdList::default();
+        for k in 0..100_000u64 {
+            l.push(k % 7);
+            l.push(3);
+        }
+        assert!(l.ids.len() <= 2 * 7 + 64 + 1, "{} ids held", l.ids.len());
+        let mut out = vec![42];
+        l.take_sorted(&mut out);
+        assert_eq!(out, (0..7).collect::<Vec<u64>>());
+        assert!(l.ids.is_empty());
     }
 }
