@@ -186,9 +186,10 @@ impl Sched {
     }
 
     /// Removes the connections whose deadline is at or before `now` from
-    /// the heap and puts their ids into `due` (cleared first), in id order
-    /// (call [`Sched::flush`] first). They count as touched: their
-    /// deadlines are recomputed at the next flush.
+    /// the heap and puts their ids into `due` (cleared first), in id order.
+    /// Only connections touched since the last [`Sched::flush`] may have a
+    /// different deadline by now. They count as touched: their deadlines
+    /// are recomputed at the next flush.
     pub(super) fn take_due(&mut self, now: Instant, due: &mut Vec<u64>) {
         due.clear();
         while let Some(top) = self.heap.peek() {
