@@ -285,7 +285,10 @@ impl Stack {
         Some(c)
     }
 
-    /// A connection, while it exists.
+    /// A connection, while it exists. Its clock, up to which
+    /// `stats().time_in_ka` is counted, may lag behind the stack's while the
+    /// stack has had no reason to service it; [`Stack::conn_mut`] brings it
+    /// up to date (DESIGN §6.7).
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
         self.conns.get(&h.0).map(|c| &**c)
     }
