@@ -579,6 +579,16 @@ impl Connection {
         self.check_ka_silence(now);
     }
 
+    /// Advances the connection's clock (the latest `now` it has seen, up
+    /// to which `time_in_ka` is counted) to `now` if that is later, as a
+    /// `poll_transmit` that finds nothing to send does. The stack calls it
+    /// before servicing a connection so that connections it skips (nothing
+    /// to send, no timer due) keep the same clock as if it had polled
+    /// them (DESIGN §6.8).
+    pub(crate) fn advance_clock(&mut self, now: Instant) {
+        self.touch(now);
+    }
+
     // ----- internals shared by input/output --------------------------------
 
     fn touch(&mut self, now: Instant) {

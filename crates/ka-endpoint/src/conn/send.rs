@@ -13,6 +13,23 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// Spare capacity, in bytes, a connection buffer may keep once it has
+/// drained (DESIGN §6.8): buffers grow on demand while a flow is busy and
+/// give the rest back as it drains, so an idle or finished connection holds
+/// a few KiB instead of its high-water mark.
+pub(crate) const IDLE_KEEP_BYTES: usize = 4096;
+
+/// Gives back capacity of `v` once it is mostly empty: above four times
+/// its length (and above [`IDLE_KEEP_BYTES`]) it shrinks to twice its
+/// length. Geometric, so the copying is amortised O(1) per element
+/// removed, and a buffer that stays full is never touched.
+pub(crate) fn shrink_idle<T>(v: &mut VecDeque<T>) {
+    let keep = (IDLE_KEEP_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    if v.capacity() > keep.max(v.len().saturating_mul(4)) {
+        v.shrink_to(keep.max(v.len().saturating_mul(2)));
+    }
+}
+
 /// Bytes written by the application and not yet acknowledged.
 #[derive(Debug)]
 pub(crate) struct SendBuffer {
@@ -57,6 +74,7 @@ impl SendBuffer {
             let n = ((seq - self.start) as usize).min(self.data.len());
             self.data.drain(..n);
             self.start += n as u64;
+            shrink_idle(&mut self.data);
         }
     }
 
@@ -216,6 +234,11 @@ impl Scoreboard {
     /// Removes everything below `ack`.
     pub fn ack_to(&mut self, ack: u64) -> Acked {
         let mut out = Acked::default();
+        if self.reports.is_empty()
+            && self.reports.capacity() * std::mem::size_of::<SegReport>() > IDLE_KEEP_BYTES
+        {
+            self.reports.shrink_to(0);
+        }
         while let Some(f) = self.segs.front_mut() {
             if f.start >= ack {
                 break;
@@ -274,6 +297,7 @@ impl Scoreboard {
                 break;
             }
         }
+        shrink_idle(&mut self.segs);
         out
     }
 

@@ -154,7 +154,7 @@ impl Stack {
         let dport = u16::from_be_bytes([c, d]);
         let tuple = (SocketAddr::new(dst, dport), SocketAddr::new(src, sport));
         let id = self.by_tuple.get(&tuple).copied()?;
-        self.conns.get_mut(&id)
+        self.conn_touch(id)
     }
 
     /// Records a leading fragment's payload length with its connection
@@ -173,7 +173,7 @@ impl Stack {
         let dport = u16::from_be_bytes([c, d]);
         let tuple = (SocketAddr::new(dst, dport), SocketAddr::new(src, sport));
         let id = self.by_tuple.get(&tuple).copied();
-        if let Some(conn) = id.and_then(|id| self.conns.get_mut(&id)) {
+        if let Some(conn) = id.and_then(|id| self.conn_touch(id)) {
             conn.on_leading_fragment(now, payload.len());
             self.stats.leading_fragments += 1;
         }
@@ -224,7 +224,7 @@ impl Stack {
         let local = SocketAddr::new(dst, repr.dst_port);
         let remote = SocketAddr::new(src, repr.src_port);
         if let Some(&id) = self.by_tuple.get(&(local, remote)) {
-            if let Some(conn) = self.conns.get_mut(&id) {
+            if let Some(conn) = self.conn_touch(id) {
                 if let Some(opt) = rcp {
                     conn.on_rcp_option(now, opt);
                 }
@@ -240,16 +240,12 @@ impl Stack {
         if flags & RST != 0 {
             return;
         }
-        let listener = self.listeners.get(&repr.dst_port).copied();
+        let listener = self.listeners.get(&repr.dst_port).map(|t| **t);
         if let (true, Some(tcp)) = (flags & SYN != 0 && flags & ACK == 0, listener) {
             if repr.src_port == 0 || src.is_unspecified() || src.is_multicast() {
                 return;
             }
-            let half_open = self
-                .conns
-                .values()
-                .filter(|c| c.state() == State::SynReceived)
-                .count();
+            let half_open = self.half_open();
             if half_open >= self.cfg.max_half_open || self.conns.len() >= self.cfg.max_connections {
                 self.stats.syns_dropped += 1;
                 return;

@@ -16,6 +16,13 @@
 //! TUN device / simulated host); a listener matches a port on all addresses.
 //! ICMP and non-TCP packets are ignored (counted).
 //!
+//! Cost per call: O(log n) in the number of connections n, not O(n): the
+//! stack keeps a timer heap and the sets of connections that may have a
+//! packet or an event ([`sched`](self) module, DESIGN §6.8). Connections
+//! are still serviced in connection-id order (round robin from the last
+//! sender), so the packets and events are exactly those a full scan would
+//! produce.
+//!
 //! ECN: the ECN codepoint of each arriving packet (of a reassembled
 //! datagram: see [`reasm`]) goes to its connection with the segment
 //! ([`Connection::handle_segment_ecn`]); outgoing packets get the codepoint
@@ -24,6 +31,7 @@
 mod input;
 mod output;
 pub mod reasm;
+mod sched;
 
 use output::{Emitted, Out, pseudo, write_ip_header};
 
@@ -36,8 +44,11 @@ use ka_codec::wire::tcp::{ACK, FIN, RST, SYN, TcpOptions, TcpPacket, TcpRepr};
 use ka_codec::wire::{checksum, ipv4, ipv6};
 use ka_codec::xcp_option::{self, XcpOption};
 use reasm::{FragKey, Fragment, Reassembler};
+use sched::Sched;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
+use std::ops::Bound;
 use std::time::{Duration, Instant};
 
 /// Identifies a connection within a [`Stack`]; never reused.
@@ -101,9 +112,12 @@ type Tuple = (SocketAddr, SocketAddr);
 pub struct Stack {
     cfg: StackConfig,
     isn: IsnGenerator,
-    conns: BTreeMap<u64, Connection>,
+    /// Boxed: a B-tree node holds eleven values, so unboxed a stack with a
+    /// single connection would carry eleven connections' worth of memory.
+    conns: BTreeMap<u64, Box<Connection>>,
     by_tuple: HashMap<Tuple, u64>,
-    listeners: BTreeMap<u16, TcpConfig>,
+    /// Boxed for the same reason (a `TcpConfig` is a few hundred bytes).
+    listeners: BTreeMap<u16, Box<TcpConfig>>,
     next_id: u64,
     rr_cursor: u64,
     reasm: Reassembler,
@@ -113,6 +127,16 @@ pub struct Stack {
     ip_ident: u16,
     events: VecDeque<(ConnHandle, Event)>,
     stats: StackStats,
+    /// Timer heap and candidate sets. In a `RefCell` because
+    /// `poll_timeout` (`&self`) recomputes deadlines of touched
+    /// connections; never borrowed across calls.
+    sched: RefCell<Sched>,
+    /// The latest `now` of a `poll_transmit` that found nothing to send
+    /// anywhere: every connection's clock has reached it (applied lazily,
+    /// see [`Connection::advance_clock`]).
+    drained_at: Option<Instant>,
+    /// Reused list of connection ids (due timers, event candidates).
+    id_scratch: Vec<u64>,
 }
 
 /// What the IP header of a TCP segment's packet carried for the connection:
@@ -149,6 +173,9 @@ impl Stack {
             ip_ident,
             events: VecDeque::new(),
             stats: StackStats::default(),
+            sched: RefCell::new(Sched::default()),
+            drained_at: None,
+            id_scratch: Vec::new(),
             cfg,
         }
     }
@@ -161,13 +188,13 @@ impl Stack {
     /// Accept connections to `port` on any local address (with the
     /// stack's default [`TcpConfig`]).
     pub fn listen(&mut self, port: u16) {
-        self.listeners.insert(port, self.cfg.tcp);
+        self.listeners.insert(port, Box::new(self.cfg.tcp));
     }
 
     /// Accept connections to `port` with per-listener TCP parameters
     /// (e.g. a receiver with KA disabled).
     pub fn listen_with(&mut self, port: u16, tcp: TcpConfig) {
-        self.listeners.insert(port, tcp);
+        self.listeners.insert(port, Box::new(tcp));
     }
 
     /// Stop accepting new connections to `port`.
@@ -241,19 +268,35 @@ impl Stack {
         self.next_id += 1;
         self.by_tuple
             .insert((conn.local_addr(), conn.remote_addr()), id);
-        self.conns.insert(id, conn);
+        self.conns.insert(id, Box::new(conn));
+        self.sched.get_mut().touch(id);
         ConnHandle(id)
     }
 
-    /// A connection, while it exists.
+    /// Connection `id` for a call that may change it: its clock is brought
+    /// up to date and it becomes a candidate for timers, transmission and
+    /// events.
+    fn conn_touch(&mut self, id: u64) -> Option<&mut Connection> {
+        let c: &mut Connection = self.conns.get_mut(&id)?;
+        self.sched.get_mut().touch(id);
+        if let Some(t) = self.drained_at {
+            c.advance_clock(t);
+        }
+        Some(c)
+    }
+
+    /// A connection, while it exists. Its clock, up to which
+    /// `stats().time_in_ka` is counted, may lag behind the stack's while the
+    /// stack has had no reason to service it; [`Stack::conn_mut`] brings it
+    /// up to date (DESIGN §6.8).
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
-        self.conns.get(&h.0)
+        self.conns.get(&h.0).map(|c| &**c)
     }
 
     /// A connection for `write`/`read`/`close`/`abort`. After using it,
     /// drain `poll_transmit`.
     pub fn conn_mut(&mut self, h: ConnHandle) -> Option<&mut Connection> {
-        self.conns.get_mut(&h.0)
+        self.conn_touch(h.0)
     }
 
     /// All live connection handles, in creation order.
@@ -288,35 +331,61 @@ impl Stack {
         Some((h, ev))
     }
 
+    /// Events of every connection that may have some, in id order.
     fn collect_events(&mut self) {
-        for (&id, c) in self.conns.iter_mut() {
+        let mut ids = std::mem::take(&mut self.id_scratch);
+        self.sched.get_mut().events.take_sorted(&mut ids);
+        for &id in &ids {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
             while let Some(ev) = c.poll_event() {
                 self.events.push_back((ConnHandle(id), ev));
             }
         }
+        self.id_scratch = ids;
     }
 
     fn remove(&mut self, id: u64) {
         if let Some(c) = self.conns.remove(&id) {
             self.by_tuple.remove(&(c.local_addr(), c.remote_addr()));
         }
+        self.sched.get_mut().forget(id);
+    }
+
+    /// Recomputes the deadlines of connections touched since the last call.
+    fn flush_timers(&mut self) {
+        let conns = &self.conns;
+        self.sched.get_mut().flush(|id| timer_state(conns, id));
     }
 
     /// The earliest time `handle_timeout` (or pacing in `poll_transmit`)
     /// has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self.conns.values().filter_map(Connection::poll_timeout);
-        conns.chain(self.reasm.poll_timeout()).min()
+        let mut sched = self.sched.borrow_mut();
+        sched.flush(|id| timer_state(&self.conns, id));
+        sched
+            .earliest()
+            .into_iter()
+            .chain(self.reasm.poll_timeout())
+            .min()
     }
 
-    /// Runs all timers due at `now`.
+    /// Runs all timers due at `now` (connections in id order).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.reasm.handle_timeout(now);
-        for c in self.conns.values_mut() {
+        self.flush_timers();
+        let mut due = std::mem::take(&mut self.id_scratch);
+        self.sched.get_mut().take_due(now, &mut due);
+        for &id in &due {
+            let Some(c) = self.conn_touch(id) else {
+                continue;
+            };
             if c.poll_timeout().is_some_and(|t| t <= now) {
                 c.handle_timeout(now);
             }
         }
+        self.id_scratch = due;
     }
 
     /// Writes the next outgoing IP packet into `buf` and returns its length.
@@ -328,38 +397,81 @@ impl Stack {
             self.stats.packets_out += 1;
             return Some(pkt.len());
         }
-        // Round robin: the connections after the last one that sent, then
-        // from the first up to it (each visited once).
+        // Connections whose timers are due may send (pacing, delayed ACK).
+        // No flush needed: a connection touched since the last one is a
+        // candidate already, and the others' heap entries are current.
+        let sched = self.sched.get_mut();
+        sched.take_due(now, &mut self.id_scratch);
+        for id in &self.id_scratch {
+            if let (Some(c), Some(t)) = (self.conns.get_mut(id), self.drained_at) {
+                c.advance_clock(t);
+            }
+        }
+        // Round robin over the candidates: those after the last connection
+        // that sent, then from the first up to it (each visited once).
         let cursor = self.rr_cursor;
-        let out = Out {
+        let mut out = Out {
             ip_ident: &mut self.ip_ident,
             rr_cursor: &mut self.rr_cursor,
             packets_out: &mut self.stats.packets_out,
             ttl: self.cfg.ttl,
         };
-        let mut out = out;
-        let after = (cursor < u64::MAX).then(|| cursor + 1);
-        if let Some(from) = after {
-            for (&id, conn) in self.conns.range_mut(from..) {
-                match out.emit(id, conn, now, buf) {
-                    Emitted::Packet(n) => return Some(n),
-                    Emitted::Nothing => {}
-                    Emitted::Abort => return None,
+        let mut lo = Bound::Excluded(cursor);
+        let mut wrapped = false;
+        loop {
+            let hi = if wrapped {
+                Bound::Included(cursor)
+            } else {
+                Bound::Unbounded
+            };
+            let Some(&id) = sched.ready.range((lo, hi)).next() else {
+                if wrapped {
+                    break;
                 }
+                wrapped = true;
+                lo = Bound::Unbounded;
+                continue;
+            };
+            lo = Bound::Excluded(id);
+            let Some(conn) = self.conns.get_mut(&id) else {
+                sched.ready.remove(&id);
+                continue;
+            };
+            if let Some(t) = self.drained_at {
+                conn.advance_clock(t);
             }
-        }
-        for (&id, conn) in self.conns.range_mut(..=cursor) {
-            match out.emit(id, conn, now, buf) {
+            let emitted = out.emit(id, conn, now, buf);
+            // Polling may have moved its timers (pacing) either way.
+            sched.touch(id);
+            match emitted {
                 Emitted::Packet(n) => return Some(n),
-                Emitted::Nothing => {}
+                Emitted::Nothing => {
+                    sched.ready.remove(&id);
+                }
                 Emitted::Abort => return None,
             }
         }
+        // Every connection has now been offered `now` with nothing to send.
+        self.drained_at = Some(self.drained_at.map_or(now, |t| t.max(now)));
         None
+    }
+
+    /// Half-open (SYN-RECEIVED) connections.
+    fn half_open(&mut self) -> usize {
+        self.flush_timers();
+        self.sched.get_mut().half_open()
     }
 
     fn next_ident(&mut self) -> u16 {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         self.ip_ident
     }
+}
+
+/// What the scheduler keeps of connection `id`: its deadline and whether it
+/// is half-open.
+fn timer_state(conns: &BTreeMap<u64, Box<Connection>>, id: u64) -> (Option<Instant>, bool) {
+    conns.get(&id).map_or((None, false), |c| {
+        (c.poll_timeout(), c.state() == State::SynReceived)
+    })
 }
