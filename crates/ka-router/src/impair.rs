@@ -175,12 +175,7 @@ impl ImpairConfig {
 /// fraction below 1 (`"0.01"`). A bare number of 1 or more is refused as
 /// ambiguous (tc reads `loss 1` as 1 %; write `1%` or `100%`).
 pub fn parse_probability(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, percent) = match t.strip_suffix('%') {
-        Some(n) => (n.trim_end(), true),
-        None => (t, false),
-    };
-    let v: f64 = num.parse().map_err(|_| {
+    let (v, percent) = crate::config::percent_or_number(s).ok_or_else(|| {
         format!("{s:?}: expected a percentage such as 1% or a fraction such as 0.01")
     })?;
     if !v.is_finite() || v < 0.0 {
@@ -189,7 +184,7 @@ pub fn parse_probability(s: &str) -> Result<f64, String> {
         ));
     }
     let p = if percent {
-        v / 100.0
+        v
     } else if v >= 1.0 {
         return Err(format!(
             "{s:?} is ambiguous: write a percentage (1% or 100%) or a fraction below 1"

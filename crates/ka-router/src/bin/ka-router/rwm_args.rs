@@ -45,11 +45,8 @@ pub struct RwmArgs {
 /// A fraction: `60%`, `0.6`.
 fn fraction(s: &str) -> Result<f64, String> {
     let s = s.trim();
-    let v = match s.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => s.parse::<f64>(),
-    }
-    .map_err(|_| format!("{s:?} is not a share (try 60% or 0.6)"))?;
+    let (v, _) = ka_router::config::percent_or_number(s)
+        .ok_or_else(|| format!("{s:?} is not a share (try 60% or 0.6)"))?;
     if v.is_finite() {
         Ok(v)
     } else {
