@@ -462,15 +462,26 @@ impl Port {
             .signal
             .on_dequeue(t, d.packet, layout, q, &mut self.counters);
         self.shaper.idle_until(t);
-        for piece in std::iter::once(first).chain(second) {
-            let end = self.shaper.send(piece.len());
-            match &mut self.impair {
-                None => {
-                    self.delay_line
-                        .push(end.saturating_add(self.delay_ns), piece);
-                }
-                Some(imp) => imp.transmit(end, piece, &mut self.delay_line, &mut self.counters),
+        // Each piece on its own rather than through an iterator over both:
+        // the chained iterator moved the two buffers through the stack
+        // twice more per packet.
+        self.transmit(first);
+        if let Some(second) = second {
+            self.transmit(second);
+        }
+    }
+
+    /// Serialises one piece at C, back to back with the previous one, and
+    /// puts it in the delay line (through the impairment stage, if any).
+    #[inline]
+    fn transmit(&mut self, piece: Vec<u8>) {
+        let end = self.shaper.send(piece.len());
+        match &mut self.impair {
+            None => {
+                self.delay_line
+                    .push(end.saturating_add(self.delay_ns), piece);
             }
+            Some(imp) => imp.transmit(end, piece, &mut self.delay_line, &mut self.counters),
         }
     }
 }

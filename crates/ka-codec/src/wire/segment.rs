@@ -5,7 +5,7 @@
 //! controllers, stamping, the RCP and XCP carriers, the reverse-path echo
 //! rewrite, RWM) used to parse the packet itself. Here the packet is parsed
 //! once, by [`Layout::parse`], into a small plain-data [`Layout`] (offsets,
-//! lengths, flags; 20 bytes, `Copy`, no borrow), and every stage reads the
+//! lengths, flags; two words, `Copy`, no borrow), and every stage reads the
 //! packet through a view that pairs the bytes with it:
 //!
 //! * [`Segment`] over `&[u8]`: every fact, read at the offsets the layout
@@ -34,6 +34,7 @@
 //! fixed 40-byte array, constant offsets checked at compile time; a test
 //! holds that path equal to the general one on arbitrary bytes.
 
+use core::num::NonZeroU64;
 use core::ops::Deref;
 
 pub use super::flow::{FlowKey, ipv4_mapped};
@@ -56,9 +57,7 @@ const F_CHAIN: u8 = 1 << 4;
 /// IPv6: a Fragment header is at `frag_header_at`.
 const F_FRAG_HDR: u8 = 1 << 5;
 
-/// The IP version of a parsed packet. An enum rather than a `u8` so that
-/// `Option<Layout>` (a queued packet's parse) takes no more room than a
-/// `Layout`: the values other than 4 and 6 are its niche.
+/// The IP version of a parse being built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 enum Version {
@@ -66,10 +65,53 @@ enum Version {
     V6 = 6,
 }
 
+/// IPv6 (in the packed flags; IPv4 when clear).
+const F_V6: u8 = 1 << 6;
+
 /// Where the headers of an IP packet are: the result of one parse
 /// ([`Layout::parse`]). Plain data; see the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Packed into two machine words, each written whole: a parse is built in
+/// registers ([`Fields`]) and stored in two 8-byte writes, so a stage
+/// that copies it right after reads back what was stored whole (a layout
+/// written byte by byte and copied as words stalls store forwarding, which
+/// measured 15 % of a KA port's per-packet time). The low word is never
+/// zero (it holds the IP header length, at least 20), so `Option<Layout>`
+/// takes no more room than a `Layout`.
+///
+/// `lo`: bits 0–7 IP header length, 8–15 flags, 16–23 upper-layer
+/// protocol, 24–27 TCP header length / 4, 28–43 fragment offset (bytes),
+/// 44–63 total length. `hi`: four 16-bit offsets: upper-layer header,
+/// IPv6 Fragment header, IPv6 unfragmentable part's length, IPv6
+/// Next Header field of the last unfragmentable header.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
+    lo: NonZeroU64,
+    hi: u64,
+}
+
+impl core::fmt::Debug for Layout {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Layout")
+            .field("version", &self.version())
+            .field("ip_header_len", &self.ip_header_len())
+            .field("total_len", &self.total_len())
+            .field("flags", &self.flags())
+            .field("frag_offset", &self.frag_offset())
+            .field("l4_proto", &self.proto())
+            .field("l4_offset", &self.l4_off())
+            .field("tcp_header_len", &self.tcp_header_len())
+            .field("frag_header_at", &self.frag_hdr())
+            .field("unfragmentable_len", &self.unfrag())
+            .field("next_header_field", &self.nhf())
+            .finish()
+    }
+}
+
+/// A parse being built, field by field (kept in registers; packed into a
+/// [`Layout`] at the end).
+#[derive(Clone, Copy)]
+struct Fields {
     total_len: u32,
     // Offsets fit 16 bits: an IPv6 header chain walked by `ipv6::layout`
     // ends within 40 + 9 · 2048 bytes, an IPv4 header within 60.
@@ -84,6 +126,57 @@ pub struct Layout {
     l4_proto: u8,
     tcp_header_len: u8,
     flags: u8,
+}
+
+impl Fields {
+    const fn empty(version: Version) -> Self {
+        Fields {
+            total_len: 0,
+            l4_offset: 0,
+            frag_header_at: 0,
+            unfragmentable_len: 0,
+            next_header_field: 0,
+            frag_offset: 0,
+            version,
+            ip_header_len: 0,
+            l4_proto: 0,
+            tcp_header_len: 0,
+            flags: 0,
+        }
+    }
+
+    /// Sets the TCP flag if a checked TCP header is at `l4_offset`.
+    fn check_tcp(&mut self, packet: &[u8]) {
+        let seg = sub(packet, self.l4_offset as usize, self.total_len as usize);
+        if let Ok(t) = TcpPacket::new_checked(seg) {
+            self.flags |= F_TCP;
+            self.tcp_header_len = t.header_len() as u8;
+        }
+    }
+
+    /// The two words. Every parse sets `ip_header_len` (20–60, or 40), so
+    /// the low word is not zero; the total length (at most 40 + 65 535)
+    /// fits 20 bits, the TCP header length (a multiple of 4, at most 60)
+    /// 4 bits as a count of words.
+    #[inline]
+    const fn pack(self) -> Layout {
+        let v6 = if matches!(self.version, Version::V6) { F_V6 } else { 0 };
+        let lo = self.ip_header_len as u64
+            | ((self.flags | v6) as u64) << 8
+            | (self.l4_proto as u64) << 16
+            | ((self.tcp_header_len >> 2) as u64 & 0xF) << 24
+            | (self.frag_offset as u64) << 28
+            | (self.total_len as u64 & 0xF_FFFF) << 44;
+        let hi = self.l4_offset as u64
+            | (self.frag_header_at as u64) << 16
+            | (self.unfragmentable_len as u64) << 32
+            | (self.next_header_field as u64) << 48;
+        let lo = match NonZeroU64::new(lo) {
+            Some(lo) => lo,
+            None => NonZeroU64::MIN,
+        };
+        Layout { lo, hi }
+    }
 }
 
 impl Layout {
@@ -110,22 +203,6 @@ impl Layout {
         }
     }
 
-    const fn empty(version: Version) -> Self {
-        Layout {
-            total_len: 0,
-            l4_offset: 0,
-            frag_header_at: 0,
-            unfragmentable_len: 0,
-            next_header_field: 0,
-            frag_offset: 0,
-            version,
-            ip_header_len: 0,
-            l4_proto: 0,
-            tcp_header_len: 0,
-            flags: 0,
-        }
-    }
-
     /// The fast path: version 4, IHL 5, at least 40 bytes in the buffer
     /// (`h`: its first 40; `len`: the whole buffer's). The checks of
     /// `Ipv4Packet::new_checked` and `TcpPacket::new_checked`.
@@ -140,7 +217,7 @@ impl Layout {
             return Err(WireError::Truncated);
         }
         let fo = be(h[6], h[7]);
-        let mut l = Layout::empty(Version::V4);
+        let mut l = Fields::empty(Version::V4);
         l.total_len = total as u32;
         l.ip_header_len = ipv4::MIN_HEADER_LEN as u8;
         l.unfragmentable_len = ipv4::MIN_HEADER_LEN as u16;
@@ -164,13 +241,13 @@ impl Layout {
                 }
             }
         }
-        Ok(l)
+        Ok(l.pack())
     }
 
     fn parse_v4(packet: &[u8]) -> Result<Self, WireError> {
         let p = Ipv4Packet::new_checked(packet)?;
         let (hl, total) = (p.header_len(), p.total_len());
-        let mut l = Layout::empty(Version::V4);
+        let mut l = Fields::empty(Version::V4);
         l.total_len = total as u32;
         l.ip_header_len = hl as u8;
         l.unfragmentable_len = hl as u16;
@@ -185,16 +262,16 @@ impl Layout {
                 l.check_tcp(packet);
             }
         }
-        Ok(l)
+        Ok(l.pack())
     }
 
     fn parse_v6(packet: &[u8]) -> Result<Self, WireError> {
         let p = Ipv6Packet::new_checked(packet)?;
-        let mut l = Layout::empty(Version::V6);
+        let mut l = Fields::empty(Version::V6);
         l.total_len = p.total_len() as u32;
         l.ip_header_len = ipv6::HEADER_LEN as u8;
         let Ok(lay) = ipv6::layout_of(&p) else {
-            return Ok(l);
+            return Ok(l.pack());
         };
         let fits = |x: usize| u16::try_from(x).ok();
         // Always fits (see the field comment); a chain that did not would
@@ -205,7 +282,7 @@ impl Layout {
             fits(lay.fragment.map_or(0, |f| f.0)),
             fits(lay.upper.map_or(0, |u| u.1)),
         ) else {
-            return Ok(l);
+            return Ok(l.pack());
         };
         l.flags |= F_CHAIN;
         l.unfragmentable_len = u;
@@ -223,52 +300,79 @@ impl Layout {
                 l.check_tcp(packet);
             }
         }
-        Ok(l)
+        Ok(l.pack())
     }
 
-    /// Sets the TCP flag if a checked TCP header is at `l4_offset`.
-    fn check_tcp(&mut self, packet: &[u8]) {
-        let seg = sub(packet, self.l4_offset as usize, self.total_len as usize);
-        if let Ok(t) = TcpPacket::new_checked(seg) {
-            self.flags |= F_TCP;
-            self.tcp_header_len = t.header_len() as u8;
-        }
+    // The packed fields (see the type's docs).
+    #[inline]
+    const fn flags(&self) -> u8 {
+        (self.lo.get() >> 8) as u8
+    }
+
+    #[inline]
+    const fn proto(&self) -> u8 {
+        (self.lo.get() >> 16) as u8
+    }
+
+    #[inline]
+    const fn frag_off(&self) -> usize {
+        (self.lo.get() >> 28) as u16 as usize
+    }
+
+    #[inline]
+    const fn l4_off(&self) -> usize {
+        self.hi as u16 as usize
+    }
+
+    #[inline]
+    const fn frag_hdr(&self) -> usize {
+        (self.hi >> 16) as u16 as usize
+    }
+
+    #[inline]
+    const fn unfrag(&self) -> usize {
+        (self.hi >> 32) as u16 as usize
+    }
+
+    #[inline]
+    const fn nhf(&self) -> usize {
+        (self.hi >> 48) as u16 as usize
     }
 
     #[inline]
     const fn has(&self, f: u8) -> bool {
-        self.flags & f != 0
+        self.flags() & f != 0
     }
 
     /// 4 or 6.
     #[inline]
     pub const fn version(&self) -> u8 {
-        self.version as u8
+        if self.is_ipv6() { 6 } else { 4 }
     }
 
     /// Whether this is IPv4.
     #[inline]
     pub const fn is_ipv4(&self) -> bool {
-        matches!(self.version, Version::V4)
+        !self.has(F_V6)
     }
 
     /// Whether this is IPv6.
     #[inline]
     pub const fn is_ipv6(&self) -> bool {
-        matches!(self.version, Version::V6)
+        self.has(F_V6)
     }
 
     /// The IP header length: IHL·4 for IPv4, 40 (the fixed header) for IPv6.
     #[inline]
     pub const fn ip_header_len(&self) -> usize {
-        self.ip_header_len as usize
+        self.lo.get() as u8 as usize
     }
 
     /// The packet's total length by its header (IPv4 Total Length, IPv6
     /// 40 + Payload Length): where the packet ends in the buffer.
     #[inline]
     pub const fn total_len(&self) -> usize {
-        self.total_len as usize
+        (self.lo.get() >> 44) as usize
     }
 
     /// IPv4 Don't Fragment (false for IPv6, which has none).
@@ -288,27 +392,27 @@ impl Layout {
     /// header; 0 if there is none).
     #[inline]
     pub const fn frag_offset(&self) -> usize {
-        self.frag_offset as usize
+        self.frag_off()
     }
 
     /// A piece of a fragmented datagram: MF set or offset ≠ 0 (an IPv6
     /// atomic fragment, offset 0 and M clear, is not one).
     #[inline]
     pub const fn is_fragment(&self) -> bool {
-        self.more_frags() || self.frag_offset != 0
+        self.more_frags() || self.frag_off() != 0
     }
 
     /// The leading piece of a fragmented datagram: offset 0 and MF set.
     #[inline]
     pub const fn is_leading_fragment(&self) -> bool {
-        self.more_frags() && self.frag_offset == 0
+        self.more_frags() && self.frag_off() == 0
     }
 
     /// IPv6: where the Fragment header starts, if there is one.
     #[inline]
     pub const fn fragment_header_at(&self) -> Option<usize> {
         if self.has(F_FRAG_HDR) {
-            Some(self.frag_header_at as usize)
+            Some(self.frag_hdr())
         } else {
             None
         }
@@ -332,7 +436,7 @@ impl Layout {
     #[inline]
     pub const fn l4(&self) -> Option<(u8, usize)> {
         if self.has(F_L4) {
-            Some((self.l4_proto, self.l4_offset as usize))
+            Some((self.proto(), self.l4_off()))
         } else {
             None
         }
@@ -342,7 +446,7 @@ impl Layout {
     #[inline]
     pub const fn l4_proto(&self) -> Option<u8> {
         if self.has(F_L4) {
-            Some(self.l4_proto)
+            Some(self.proto())
         } else {
             None
         }
@@ -352,7 +456,7 @@ impl Layout {
     #[inline]
     pub const fn l4_offset(&self) -> Option<usize> {
         if self.has(F_L4) {
-            Some(self.l4_offset as usize)
+            Some(self.l4_off())
         } else {
             None
         }
@@ -367,7 +471,7 @@ impl Layout {
     /// The TCP header length (data offset · 4; 0 unless [`Layout::is_tcp`]).
     #[inline]
     pub const fn tcp_header_len(&self) -> usize {
-        self.tcp_header_len as usize
+        ((self.lo.get() >> 24) as usize & 0xF) << 2
     }
 
     /// TCP payload bytes in this packet (of this piece, for a leading
@@ -376,8 +480,8 @@ impl Layout {
     pub const fn tcp_payload_len(&self) -> Option<usize> {
         if self.is_tcp() {
             Some(
-                (self.total_len as usize)
-                    .saturating_sub(self.l4_offset as usize + self.tcp_header_len as usize),
+                self.total_len()
+                    .saturating_sub(self.l4_off() + self.tcp_header_len()),
             )
         } else {
             None
@@ -390,8 +494,8 @@ impl Layout {
     pub const fn ipv6_unfragmentable(&self) -> Option<(usize, usize)> {
         if self.is_ipv6() && self.ipv6_chain_ok() {
             Some((
-                self.unfragmentable_len as usize,
-                self.next_header_field as usize,
+                self.unfrag(),
+                self.nhf(),
             ))
         } else {
             None
@@ -644,7 +748,7 @@ impl<'a> Segment<'a> {
         if !self.is_tcp() {
             return None;
         }
-        let at = self.layout.l4_offset as usize;
+        let at = self.layout.l4_off();
         let h = self.buf.get(at..)?.first_chunk::<{ tcp::HEADER_LEN }>()?;
         let be16 = |a: u8, b: u8| u16::from_be_bytes([a, b]);
         Some(TcpHeader {
@@ -664,7 +768,7 @@ impl<'a> Segment<'a> {
     #[inline]
     fn tcp_at(&self, at: usize) -> Option<usize> {
         if self.is_tcp() {
-            Some(self.layout.l4_offset as usize + at)
+            Some(self.layout.l4_off() + at)
         } else {
             None
         }
@@ -701,7 +805,7 @@ impl<'a> Segment<'a> {
             Some(at) => sub(
                 self.buf,
                 at,
-                self.layout.l4_offset as usize + self.tcp_header_len(),
+                self.layout.l4_off() + self.tcp_header_len(),
             ),
             None => &[],
         }

@@ -118,7 +118,7 @@ impl<'a> SegmentMut<'a> {
         if !self.is_tcp() {
             return false;
         }
-        let tcp_at = self.layout.l4_offset as usize;
+        let tcp_at = self.layout.l4_off();
         let opts_len = self.tcp_header_len().saturating_sub(tcp::HEADER_LEN);
         if at.saturating_add(new.len()) > opts_len {
             return false;
