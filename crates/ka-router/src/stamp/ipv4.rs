@@ -72,7 +72,9 @@ struct Fields {
     off: usize,
 }
 
-#[inline]
+// Inlined into both entries: as a call it returned the two pieces
+// through memory once more per packet (+10 % on the split bench).
+#[inline(always)]
 fn stamp(config: &StampConfig, mut packet: Vec<u8>, f: Fields, wanted: Code) -> Stamped {
     let Fields {
         hl,
