@@ -331,6 +331,13 @@ pub struct PortConfig {
     /// (DESIGN §3.9). Default [`StampEvery::Packet`]; unused by XCP and
     /// plain ports.
     pub stamp_every: StampEvery,
+    /// Slots of the per-flow table behind `stamp_every` other than
+    /// `packet` (rounded up to a power of two, 1 to
+    /// [`MAX_STAMP_SLOTS`](crate::signal::MAX_STAMP_SLOTS)); 56 bytes each,
+    /// allocated once per port. Default
+    /// [`STAMP_SLOTS`](crate::signal::STAMP_SLOTS) (4096: 224 KiB). More
+    /// active flows than slots only add signals (DESIGN §3.9).
+    pub stamp_slots: usize,
     /// RCP's knobs: the loop of every rate controller, and how the port
     /// measures for it (T, d, q). Unused with [`Signalling::Xcp`].
     pub rcp: RcpConfig,
@@ -364,6 +371,7 @@ impl PortConfig {
             ipv6_signal: true,
             dither: false,
             stamp_every: StampEvery::Packet,
+            stamp_slots: crate::signal::STAMP_SLOTS,
             rcp: RcpConfig::default(),
             mode: ModeConfig::default(),
             decrement_ttl: true,
@@ -429,6 +437,9 @@ impl PortConfig {
         if self.stamp_every == StampEvery::Every(Duration::ZERO) {
             return Err(ConfigError::BadValue("stamp_every"));
         }
+        if !(1..=crate::signal::MAX_STAMP_SLOTS).contains(&self.stamp_slots) {
+            return Err(ConfigError::BadValue("stamp_slots"));
+        }
         if self.scale.validate().is_err() {
             return Err(ConfigError::BadScale);
         }
@@ -472,6 +483,7 @@ impl PortConfig {
         if self.stamp_every == StampEvery::Every(Duration::ZERO) {
             self.stamp_every = StampEvery::Packet;
         }
+        self.stamp_slots = self.stamp_slots.clamp(1, crate::signal::MAX_STAMP_SLOTS);
         self.impair = self.impair.sanitized(self.delay);
         self
     }
@@ -490,6 +502,7 @@ impl PortConfig {
 /// initial_rtt = "100ms"
 /// dither = true
 /// stamp_every = "rtt"                              # or "packet", "10ms"
+/// stamp_slots = 65536                              # per-flow table (default 4096)
 /// rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
 /// xcp = { alpha = 0.4, beta = 0.226, gamma = 0.1 }
 /// mode = { threshold_frac = 0.5, hold = "50ms" }
@@ -526,6 +539,16 @@ pub struct RouterConfig {
         serde(skip_serializing_if = "StampEvery::is_packet")
     )]
     pub stamp_every: StampEvery,
+    /// Slots of the per-flow stamping table ([`PortConfig::stamp_slots`]):
+    /// default 4096, at most 2²⁰. Left out of the written form while it is
+    /// the default.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_default_slots"))]
+    pub stamp_slots: usize,
+}
+
+#[cfg(feature = "serde")]
+fn is_default_slots(n: &usize) -> bool {
+    *n == crate::signal::STAMP_SLOTS
 }
 
 impl Default for RouterConfig {
@@ -539,6 +562,7 @@ impl Default for RouterConfig {
             initial_rtt: p.initial_rtt,
             dither: p.dither,
             stamp_every: p.stamp_every,
+            stamp_slots: p.stamp_slots,
         }
     }
 }
@@ -561,6 +585,7 @@ impl RouterConfig {
         c.initial_rtt = self.initial_rtt;
         c.dither = self.dither;
         c.stamp_every = self.stamp_every;
+        c.stamp_slots = self.stamp_slots;
         c
     }
 

@@ -137,6 +137,7 @@ impl Forwarder for KaPorts {
             rcp_options_lowered: c.rcp_options_lowered,
             echoes_lowered: c.echoes_lowered,
             xcp_feedback_lowered: c.xcp_feedback_lowered,
+            signals_skipped: c.signals_skipped,
             unstampable: c.unstampable,
             signal_len: s.signal.map_or(0, |code| code.len() as u64),
             drops_impair: c.drops_impair,

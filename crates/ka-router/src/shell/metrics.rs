@@ -277,6 +277,12 @@ impl Collector for RouterCollector {
         )?;
         counter(
             &mut enc,
+            "ka_router_signals_skipped",
+            "Packets --stamp-every let go unsignalled: their flow had a signal within its interval",
+            &c(&|c, _| c.signals_skipped),
+        )?;
+        counter(
+            &mut enc,
             "ka_router_unstampable",
             "Packets that should have been stamped but whose options / extension headers could not be walked",
             &c(&|c, _| c.unstampable),
@@ -452,6 +458,7 @@ mod tests {
                 drops_ttl: 1,
                 drops_aqm: 7,
                 ecn_marks: 9,
+                signals_skipped: 21,
                 active_flows: Some(3),
                 rtt: Duration::from_millis(40),
                 sojourn: {
@@ -483,6 +490,7 @@ mod tests {
             "ka_router_drops_total{direction=\"forward\"} 13",
             "ka_router_drops_aqm_total{direction=\"forward\"} 7",
             "ka_router_ecn_marks_total{direction=\"forward\"} 9",
+            "ka_router_signals_skipped_total{direction=\"forward\"} 21",
             "ka_router_flow_queues{direction=\"forward\"} 3.0",
             "ka_router_flow_queues{direction=\"reverse\"} 0.0",
             "ka_router_sojourn_seconds_count{direction=\"forward\"} 3",

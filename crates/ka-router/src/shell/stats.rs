@@ -84,6 +84,9 @@ pub struct CoreStats {
     pub echoes_lowered: u64,
     /// XCP options whose feedback was lowered (`--signal xcp`).
     pub xcp_feedback_lowered: u64,
+    /// Packets `--stamp-every` let go without a signal, their flow having
+    /// had one within its interval (0 with `--stamp-every packet`).
+    pub signals_skipped: u64,
     /// Packets that would have been stamped but could not be (unwalkable
     /// IPv4 options / IPv6 extension headers).
     pub unstampable: u64,
@@ -369,7 +372,7 @@ impl std::fmt::Display for DirectionSummary {
             f,
             "in {} pkt / {} B in {} reads, out {} pkt / {} B, fragmented {}, leading fragments out {}, drops {} (queue {}, aqm {}, ttl {}, malformed {}, impair {}), \
              impaired: duplicated {} corrupted {} reordered {}, ECN marks {}, {} sojourn mean {:.2} ms, input overflow {}, read errors {}, write errors {}, non-IP dropped {}, non-IP frames bridged {}, \
-             indicators {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
+             indicators {}, signals skipped {}, mode changes {}, XCP feedback lowered {}, echoes lowered {}, \
              mode {}, R {:.3} Mbit/s of C {:.3} Mbit/s, d {:.1} ms, queue {} pkt",
             io.packets_in,
             io.bytes_in,
@@ -396,6 +399,7 @@ impl std::fmt::Display for DirectionSummary {
             c.non_ip,
             io.link_passed,
             c.indicators,
+            c.signals_skipped,
             c.mode_changes,
             c.xcp_feedback_lowered,
             c.echoes_lowered,

@@ -34,7 +34,7 @@ pub mod rate;
 mod reverse;
 pub mod xcp;
 
-pub use every::StampTable;
+pub use every::{MAX_STAMP_SLOTS, STAMP_SLOTS, StampTable};
 pub use rate::RateSignal;
 pub use xcp::{XcpInterval, XcpSignal};
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ka_codec::wire::{FlowKey, Layout, Segment, SegmentMut};
 use ka_codec::{Code, RateTable};
 
-use super::every::{STAMP_SLOTS, StampTable};
+use super::every::StampTable;
 use super::{Pieces, QueueState, Signaller, reverse};
 use crate::classify::PacketKind;
 use crate::config::{Carrier, PortConfig, QueueMeasure};
@@ -106,7 +106,7 @@ impl RateSignal {
         let carrier = config.signalling.carrier();
         let every = (!config.stamp_every.is_packet()
             && matches!(carrier, Carrier::Ka | Carrier::NativeRcp))
-        .then(|| StampTable::new(config.stamp_every, STAMP_SLOTS, config.seed));
+        .then(|| StampTable::new(config.stamp_every, config.stamp_slots, config.seed));
         let max_rate = match (&table, carrier) {
             (Some(t), Carrier::Ka) => rate_ceiling(t, capacity),
             _ => capacity,

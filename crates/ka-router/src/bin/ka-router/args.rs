@@ -229,6 +229,14 @@ pub struct Args {
     )]
     pub stamp_every: ka_router::StampEvery,
 
+    /// Flows the --stamp-every table holds per direction (rounded up to a power of two,
+    /// 1..=1048576; 56 bytes each, allocated at start). More active flows than slots only add
+    /// signals, never lose one (DESIGN §3.9).
+    #[arg(long, value_name = "N", default_value_t = ka_router::signal::STAMP_SLOTS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20),
+          conflicts_with = "config")]
+    pub stamp_slots: usize,
+
     /// Read the router's knobs (controller, RCP, XCP, TCP mode, initial RTT, dither) and
     /// optionally the queue discipline and RWM from this TOML file (see CONFIG FILE in --help)
     /// instead of their flags.
@@ -570,6 +578,16 @@ mod tests {
                 .is_err(),
             "a zero interval is refused (it would mean packet)"
         );
+        assert_eq!(f.stamp_slots, ka_router::signal::STAMP_SLOTS);
+        let e = tun_pair("20mbit", "--stamp-every rtt --stamp-slots 65536").unwrap();
+        let (f, r) = e.port_configs().unwrap();
+        assert_eq!((f.stamp_slots, r.stamp_slots), (65536, 65536));
+        for bad in ["0", "2097152", "many"] {
+            assert!(
+                tun_pair("20mbit", &format!("--stamp-slots {bad}")).is_err(),
+                "--stamp-slots {bad}"
+            );
+        }
         assert_eq!(a.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 

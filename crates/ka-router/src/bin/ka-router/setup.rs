@@ -176,6 +176,7 @@ fn router(a: &Args) -> anyhow::Result<RouterConfig> {
         initial_rtt: a.rtt,
         dither: a.dither == OnOff::On,
         stamp_every: a.stamp_every,
+        stamp_slots: a.stamp_slots,
         ..RouterConfig::default()
     })
 }
