@@ -37,6 +37,7 @@ CONFIG FILE (--config): the knobs as ka-sim scenarios write them, in the same un
   rcp = { alpha = 0.1, beta = 1.0, queue_measure = "persistent", queue_target = "5ms" }
   mode = { threshold_frac = 0.5 }
   stamp_every = "rtt"            # or "packet", "10ms" (DESIGN §3.9)
+  stamp_slots = 65536            # its per-flow table (default 4096)
   [qdisc]                        # optional: the discipline of both directions
   kind = "fq-codel"
   target = "5ms"

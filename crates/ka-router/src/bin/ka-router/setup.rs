@@ -301,6 +301,7 @@ initial_rtt = "40ms"
 rcp = { alpha = 0.2, queue_target = "2ms", update = "linear" }
 mode = { hold = "50ms" }
 stamp_every = "rtt"
+stamp_slots = 1000
 
 [qdisc]
 kind = "fq-codel"
@@ -323,6 +324,10 @@ target = "2ms"
         assert!(!f.dither);
         assert_eq!(f.mode.hold, Some(std::time::Duration::from_millis(50)));
         assert_eq!(f.stamp_every, ka_router::StampEvery::Rtt);
+        assert_eq!(
+            f.stamp_slots, 1000,
+            "rounded up to 1024 when the table is built"
+        );
         assert!(matches!(f.qdisc, QdiscConfig::FqCodel(q) if q.target.as_millis() == 2));
         assert_eq!(s.reverse.qdisc, QdiscConfig::DropTail);
         assert!(s.rwm.is_none());
