@@ -466,8 +466,12 @@ impl RateSignal {
                 let Some(code) = self.signal_at(r) else {
                     return (packet, None);
                 };
-                // What the flow is told before dithering: the code's rate.
-                let told = self.table.as_ref().map_or(0.0, |tb| tb.decode(code));
+                // What the flow is told before dithering: the code's rate
+                // (kept only when the stamping table tracks the flow).
+                let told = match (&key, self.table.as_ref()) {
+                    (Some(_), Some(tb)) => tb.decode(code),
+                    _ => 0.0,
+                };
                 let code = if self.config.dither {
                     self.dither(code, r, counters)
                 } else {
