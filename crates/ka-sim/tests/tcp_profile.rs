@@ -147,3 +147,45 @@ fn ns2_window_caps_a_lone_flow() {
         assert!(*fct < 0.6, "modern 100-packet FCT {fct} s");
     }
 }
+
+#[test]
+fn mss_knob_sets_the_segment_not_the_flow_size() {
+    let with = |mss: usize| {
+        ScenarioToml::new("m", 12.0)
+            .dumbbell(150.0, 100.0, 1000, "droptail")
+            .group(
+                "tcp",
+                "tcp-newreno",
+                1,
+                0,
+                &on_off(0.5, [20.0, 20.4], 1.8, 20.1),
+            )
+            .text()
+            .replace(
+                "[topology]",
+                &format!("[tcp]\nprofile = \"ns3-18\"\nmss_bytes = {mss}\n\n[topology]"),
+            )
+    };
+    assert!(Scenario::from_toml(&with(1461)).is_err());
+    assert!(Scenario::from_toml(&with(87)).is_err());
+    let s = Scenario::from_toml(&with(536)).unwrap();
+    assert_eq!(config(&s.tcp, None).mtu, 576);
+    // The same 20-packet flows (20 × 1460 bytes) take longer in 536-byte
+    // segments: 55 of them instead of 20, from the same one-segment start.
+    let r = run_scenario(&s, None).unwrap();
+    let small: Vec<(f64, u64)> = r
+        .flows
+        .iter()
+        .filter_map(|f| Some((f.fct()? as f64 / 1e9, f.size_bytes?)))
+        .collect();
+    let full = lone_flows(20, "ns3-18");
+    assert!(!small.is_empty());
+    for (fct, bytes) in &small {
+        assert_eq!(*bytes, 20 * 1460);
+        assert!(
+            *fct > full[0].0 + 0.15,
+            "536-byte segments {fct} s vs {}",
+            full[0].0
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! | experiment | variants (subdirectories) | scenario files |
 //! |---|---|---|
-//! | fig3-era | `ka/`, `rcp/`, `tcp/`, `ka-era/`, `rcp-era/`, `tcp-era/` | `fig3-*.toml` |
+//! | fig3-era | `ka/`, `rcp/`, `tcp/`, `ka-era/`, `rcp-era/`, `tcp-era/`, `tcp-era-536/` | `fig3-*.toml` |
 //! | fig4-era | `tcp-alone/`, `mixed/`, `tcp-alone-era/`, `mixed-era/` | `fig4-*.toml` |
 //!
 //! The variants without `-era` are the figure's own scenarios (the same
@@ -16,7 +16,9 @@
 //! flows of ≥ 100 packets (the paper's "nearly an order of magnitude"),
 //! also with KA kept on the figure's profile (only the TCP flows on
 //! ns-3.18), and the per-bucket mean FCTs of both profiles in the JSON
-//! headlines (`buckets`).
+//! headlines (`buckets`). `tcp-era-536` is a what-if: the ns-3.18 TCP
+//! sending ns-3's default 536-byte segments (`[tcp] mss_bytes`) for the
+//! same flows.
 
 use serde_json::{Value, json};
 
@@ -42,6 +44,15 @@ pub enum Era {
 
 /// The suffix of the variants run with the ns-3.18 profile.
 const ERA: &str = "-era";
+
+/// The Fig. 3 variant whose TCP sends ns-3's default 536-byte segments
+/// (the flows keep their sizes in 1500-byte packets): the paper says its
+/// data packets were 1500 bytes long, so this is a what-if for a TCP
+/// baseline left at ns-3's default `SegmentSize`.
+const SMALL_SEGMENTS: &str = "tcp-era-536";
+
+/// ns-3's default `SegmentSize` (bytes; 3.18 and every later release).
+const NS3_DEFAULT_SEGMENT: usize = 536;
 
 impl Era {
     fn figure(self) -> Figure {
@@ -117,6 +128,7 @@ impl Experiment for Era {
                     ("ka-era", ka),
                     ("rcp-era", rcp),
                     ("tcp-era", tcp),
+                    ("tcp-era-536", tcp),
                 ]
             }
             Era::Fig4 => {
@@ -136,11 +148,14 @@ impl Experiment for Era {
         self.figure().prepare(variant, s);
         // A label only (no seed or stream derives from the name).
         s.name = self.name().to_string();
-        if variant.ends_with(ERA) {
+        if variant.contains(ERA) {
             s.tcp = TcpKnobs {
                 profile: Some(TcpProfile::Ns3_18),
                 ..TcpKnobs::default()
             };
+        }
+        if variant == SMALL_SEGMENTS {
+            s.tcp.mss_bytes = Some(NS3_DEFAULT_SEGMENT);
         }
     }
 
@@ -182,6 +197,11 @@ impl Experiment for Era {
                     f("tcp-era"),
                     f("ka"),
                 ));
+                out.extend(ratio(
+                    "fig3-era (TCP ns3-18 with 536-byte segments, KA ns-3.44 profile)",
+                    f(SMALL_SEGMENTS),
+                    f("ka"),
+                ));
                 out
             }
             Era::Fig4 => {
@@ -211,6 +231,7 @@ impl Experiment for Era {
                 ("ka-era", "KA-era", "ka"),
                 ("rcp-era", "RCP-era", "rcp"),
                 ("tcp-era", "TCP-era", "tcp"),
+                (SMALL_SEGMENTS, "TCP-era 536 B", "tcp"),
             ],
             Era::Fig4 => &[
                 ("tcp-alone", "TCP no KA", "tcp"),

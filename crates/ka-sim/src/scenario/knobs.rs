@@ -45,6 +45,13 @@ pub struct TcpKnobs {
     /// (ns-2's `window_`). 536 B … 1 GiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_window_bytes: Option<usize>,
+    /// Maximum segment size of every endpoint, bytes (TCP payload plus
+    /// options of a full segment; ns-3's `SegmentSize`, 536 by default in
+    /// every release). Default: `packet_bytes − 40`. Smaller, a flow keeps
+    /// its size (counted in full packets of `packet_bytes`) and is sent as
+    /// more, smaller segments. 88 … `packet_bytes − 40`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss_bytes: Option<usize>,
     /// Clock granularity `G` of the RTO (RFC 6298), ms (ns-2's `tcpTick_`).
     /// Default 1 ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +103,7 @@ impl TcpKnobs {
             timestamps: self.timestamps.or(b.timestamps),
             window_scale: self.window_scale.or(b.window_scale),
             receive_window_bytes: self.receive_window_bytes.or(b.receive_window_bytes),
+            mss_bytes: self.mss_bytes.or(b.mss_bytes),
             clock_granularity_ms: self.clock_granularity_ms.or(b.clock_granularity_ms),
             byte_counting: self.byte_counting.or(b.byte_counting),
             hystart: self.hystart.or(b.hystart),
@@ -163,6 +171,11 @@ impl TcpKnobs {
         }
         if let Some(v) = self.receive_window_bytes {
             t.recv_buffer = v;
+        }
+        if let Some(v) = self.mss_bytes {
+            // IPv4 and TCP headers: the endpoint derives its MSS as
+            // `mtu − 40`.
+            t.mtu = v + 40;
         }
         if let Some(v) = self.clock_granularity_ms {
             t.clock_granularity = ms(v);

@@ -197,6 +197,11 @@ impl Scenario {
         {
             return bad("tcp.receive_window_bytes must be in 536 ..= 1 GiB".into());
         }
+        if t.mss_bytes
+            .is_some_and(|m| !(88..=self.packet_bytes - 40).contains(&m))
+        {
+            return bad("tcp.mss_bytes must be in 88 ..= packet_bytes - 40".into());
+        }
         if t.clock_granularity_ms
             .is_some_and(|v| !(v.is_finite() && v >= 0.0))
         {
