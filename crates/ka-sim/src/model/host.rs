@@ -74,6 +74,14 @@ pub fn payload_per_packet_of(kind: FlowKind, packet_bytes: usize) -> usize {
         .max(1)
 }
 
+/// [`payload_per_packet_of`] for a connection that may run without
+/// timestamps (a `[tcp] timestamps = false` or a profile without them):
+/// its full packets carry the option's 12 bytes as payload instead.
+pub fn payload_per_packet_with(kind: FlowKind, packet_bytes: usize, timestamps: bool) -> usize {
+    let p = payload_per_packet_of(kind, packet_bytes);
+    if timestamps { p } else { p + 12 }
+}
+
 /// Why a host cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HostError {
@@ -284,10 +292,9 @@ impl HostNode {
         size_pkts: Option<u64>,
         stop_at: Option<SimTime>,
     ) {
-        let per_packet = self
-            .sender
-            .as_ref()
-            .map_or(1, |s| payload_per_packet_of(s.spec.kind, self.packet_bytes));
+        let per_packet = self.sender.as_ref().map_or(1, |s| {
+            payload_per_packet_with(s.spec.kind, self.packet_bytes, s.tcp.timestamps)
+        });
         let size = size_pkts.map(|p| (p, p * per_packet as u64));
         self.start_sized_flow(ctx, size, stop_at);
     }
@@ -670,7 +677,8 @@ impl Sender {
                     .filter(|(i, _)| i % n == s.index_in_group)
                     .map(|(_, t)| t)
                     .collect();
-                let per_packet = payload_per_packet_of(s.kind, spec.packet_bytes) as u64;
+                let per_packet =
+                    payload_per_packet_with(s.kind, spec.packet_bytes, tcp.timestamps) as u64;
                 let size = (size_bytes.div_ceil(per_packet), *size_bytes);
                 let first = starts.first().copied();
                 (

@@ -285,7 +285,7 @@ where
     let mut stream = 0u64;
     for (gi, g) in scenario.groups.iter().enumerate() {
         let to = g.to.unwrap_or(m);
-        let tcp = crate::scenario::dcc::host_tcp(scenario, g.from);
+        let tcp = crate::scenario::dcc::host_tcp(scenario, g.from).resolve(g.tcp_profile);
         let path_delay: SimTime = hop_delay[g.from..to].iter().sum();
         let path_bps = hops[g.from..to]
             .iter()

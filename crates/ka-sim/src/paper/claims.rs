@@ -283,7 +283,9 @@ pub(crate) fn bucket_gaps(
 }
 
 /// Mean FCT (s) of a group's completed flows with `lo <= size <= hi`.
-fn mean_fct(r: &RunResult, group: &str, lo: u64, hi: u64) -> Option<(usize, f64)> {
+/// Mean FCT (s) and count of the completed flows of group `group` with
+/// `lo..=hi` packets.
+pub(crate) fn mean_fct(r: &RunResult, group: &str, lo: u64, hi: u64) -> Option<(usize, f64)> {
     let gi = r.scenario.groups.iter().position(|g| g.name == group);
     let v: Vec<f64> = r
         .flows
@@ -349,16 +351,24 @@ pub(crate) fn fig3_of(
 }
 
 fn fig4(results: &[(&str, RunResult)]) -> Vec<Claim> {
+    fig4_of("fig4", find(results, "tcp-alone"), find(results, "mixed"))
+}
+
+/// Fig. 4's checks over a TCP-only run (group `tcp`) and a mixed run
+/// (groups `ka` and `tcp`), each claim prefixed by `label`.
+pub(crate) fn fig4_of(
+    label: &str,
+    alone: Option<&RunResult>,
+    mixed: Option<&RunResult>,
+) -> Vec<Claim> {
     let mut out = Vec::new();
-    let alone = find(results, "tcp-alone");
-    let mixed = find(results, "mixed");
     if let (Some(a), Some(m)) = (alone, mixed) {
         let ta = mean_fct(a, "tcp", 0, u64::MAX);
         let tm = mean_fct(m, "tcp", 0, u64::MAX);
         if let (Some((na, ta)), Some((nm, tm))) = (ta, tm) {
             let d = (tm - ta) / ta;
             out.push(Claim::new(
-                "fig4: TCP mean FCT in mixed within 10 % of tcp-alone",
+                format!("{label}: TCP mean FCT in mixed within 10 % of tcp-alone"),
                 format!(
                     "mixed {tm:.3} s (n={nm}) vs alone {ta:.3} s (n={na}): {:+.1}%",
                     100.0 * d
@@ -373,7 +383,7 @@ fn fig4(results: &[(&str, RunResult)]) -> Vec<Claim> {
         if let (Some((nk, k)), Some((nt, t))) = (k, t) {
             out.push(Claim::new(
                 format!(
-                    "fig4: KA >= {TCP_OVER_KA} x faster than TCP in mixed for flows >= 100 packets"
+                    "{label}: KA >= {TCP_OVER_KA} x faster than TCP in mixed for flows >= 100 packets"
                 ),
                 format!(
                     "TCP {t:.3} s (n={nt}) / KA {k:.3} s (n={nk}) = {:.2}x",

@@ -20,6 +20,7 @@
 //! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
+//! | fig3-era, fig4-era | the figure's variants and the same with `-era` | `fig3-*.toml`, `fig4-*.toml` ([`Era`]: every endpoint on the `ns3-18` TCP profile, DESIGN §9.2) |
 //! | fig2-stamp, fig3-stamp | `ka/`, `ka-rtt/`, `rcp/`, `rcp-rtt/` (+ `tcp/` for fig3) | `fig2-*.toml`, `fig3-*.toml` with `-rtt` ([`StampInterval`]: signalling once per RTT, paper §V) |
 //!
 //! A new experiment is a new file here implementing [`Experiment`] plus one
@@ -29,6 +30,7 @@ mod aqm;
 pub mod claims;
 mod crowd;
 pub mod dcc;
+pub mod era;
 mod figures;
 mod other;
 pub mod stamp;
@@ -39,6 +41,7 @@ mod xcp_fct;
 pub use aqm::Aqm;
 pub use crowd::FlashCrowd;
 pub use dcc::Dcc;
+pub use era::Era;
 pub use figures::{Figure, combined_panels, headline, variants};
 pub use other::{Other, max_min_rates};
 pub use stamp::StampInterval;
@@ -124,6 +127,8 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &Other::Dc,
         &StampInterval::Fig2,
         &StampInterval::Fig3,
+        &Era::Fig3,
+        &Era::Fig4,
     ]
 }
 

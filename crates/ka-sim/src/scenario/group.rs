@@ -94,6 +94,11 @@ pub struct Group {
     /// Linux); older simulators (ns-3 before 3.28) used 1.
     #[serde(default)]
     pub initial_window: Option<usize>,
+    /// TCP profile of this group's senders and receivers (DESIGN §9.2),
+    /// replacing the scenario's `[tcp] profile` for them; the knobs set in
+    /// `[tcp]` still override it. Default: the scenario's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_profile: Option<super::TcpProfile>,
     /// What each sender does.
     pub workload: Workload,
     /// Application rate of UDP kinds, Mbit/s (IP bytes); required for them,

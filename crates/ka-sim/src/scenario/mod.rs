@@ -40,12 +40,14 @@ pub mod dcc;
 mod group;
 mod knobs;
 pub mod limits;
+mod profile;
 #[cfg(test)]
 mod tests;
 mod topology;
 
 pub use group::{FlowKind, Group, RttSpec, Workload};
 pub use knobs::TcpKnobs;
+pub use profile::{NS2_WINDOW_BYTES, TcpProfile};
 pub use topology::{Access, Dumbbell, Hop, KaLegacy, Line, ParkingLot, PortKind, Topology};
 
 use serde::{Deserialize, Serialize};
@@ -189,6 +191,21 @@ impl Scenario {
             .is_some_and(|b| !(65_536..=1 << 30).contains(&b))
         {
             return bad("tcp.buffer_bytes must be in 64 KiB ..= 1 GiB".into());
+        }
+        if t.receive_window_bytes
+            .is_some_and(|b| !(536..=1 << 30).contains(&b))
+        {
+            return bad("tcp.receive_window_bytes must be in 536 ..= 1 GiB".into());
+        }
+        if t.mss_bytes
+            .is_some_and(|m| !(88..=self.packet_bytes - 40).contains(&m))
+        {
+            return bad("tcp.mss_bytes must be in 88 ..= packet_bytes - 40".into());
+        }
+        if t.clock_granularity_ms
+            .is_some_and(|v| !(v.is_finite() && v >= 0.0))
+        {
+            return bad("tcp: clock_granularity_ms must be >= 0".into());
         }
         if let Err(e) = self.router.validate() {
             return bad(format!("router: {e}"));
