@@ -160,7 +160,11 @@ impl Fields {
     /// 4 bits as a count of words.
     #[inline]
     const fn pack(self) -> Layout {
-        let v6 = if matches!(self.version, Version::V6) { F_V6 } else { 0 };
+        let v6 = if matches!(self.version, Version::V6) {
+            F_V6
+        } else {
+            0
+        };
         let lo = self.ip_header_len as u64
             | ((self.flags | v6) as u64) << 8
             | (self.l4_proto as u64) << 16
@@ -493,10 +497,7 @@ impl Layout {
     #[inline]
     pub const fn ipv6_unfragmentable(&self) -> Option<(usize, usize)> {
         if self.is_ipv6() && self.ipv6_chain_ok() {
-            Some((
-                self.unfrag(),
-                self.nhf(),
-            ))
+            Some((self.unfrag(), self.nhf()))
         } else {
             None
         }
@@ -802,11 +803,7 @@ impl<'a> Segment<'a> {
     #[inline]
     pub fn tcp_options(&self) -> &'a [u8] {
         match self.tcp_at(tcp::HEADER_LEN) {
-            Some(at) => sub(
-                self.buf,
-                at,
-                self.layout.l4_off() + self.tcp_header_len(),
-            ),
+            Some(at) => sub(self.buf, at, self.layout.l4_off() + self.tcp_header_len()),
             None => &[],
         }
     }
