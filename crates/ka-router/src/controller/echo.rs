@@ -122,6 +122,8 @@ struct Flow {
     /// The rate its echo carried before this router (another router's),
     /// if below the ceiling.
     path: f64,
+    /// It has sent data (or was first seen with data).
+    sent: bool,
 }
 
 /// Totals over the followed connections.
@@ -227,6 +229,7 @@ impl Echo {
             echoed: false,
             echo_at: None,
             path: f64::INFINITY,
+            sent: !matches!(phase, Phase::Announced { .. }),
         };
         let ok = self.table.insert(key, flow);
         if !ok {
@@ -242,11 +245,23 @@ impl Echo {
         n + self.core.untracked_flows()
     }
 
-    /// `others` announced connections, if they are a crowd (more than
+    /// `others` announced connections as the newcomers they are expected
+    /// to be (ρ each, see "SYN streams"), if they are a crowd (more than
     /// twice the usual number plus four), else 0.
     fn crowd_of(&self, others: usize) -> f64 {
-        let w = others as f64;
+        let w = self.core.syn_yield() * others as f64;
         if w > 2.0 * self.usual + 4.0 { w } else { 0.0 }
+    }
+
+    /// Connection `key` has sent data: if it was announced, the SYN
+    /// yield learns a success.
+    fn mark_sent(&mut self, key: &FlowKey) {
+        if let Some(f) = self.table.get_mut(key)
+            && !f.sent
+        {
+            f.sent = true;
+            self.core.announced_resolved(1, true);
+        }
     }
 
     /// Waiting connections (echoed, not started) besides the one starting
@@ -283,7 +298,8 @@ impl Echo {
     /// `key` starts now: its grant, capped by `path` (another router's).
     fn start(&mut self, key: &FlowKey, path: f64) -> f64 {
         let now = self.core.now;
-        let others = self.table.waiting.saturating_sub(1) as f64;
+        self.mark_sent(key);
+        let others = self.core.syn_yield() * self.table.waiting.saturating_sub(1) as f64;
         if self.table.settled + self.table.young > 0 || others > 0.0 {
             let k = self.core.kappa.value().min(1.0);
             self.core.kappa.set(k);
@@ -327,11 +343,13 @@ impl Following for Echo {
         let r = self.core.rate;
         let core = &self.core;
         let (mut limited, mut sum) = (0usize, 0.0);
+        let mut silent = 0;
         self.table.sweep(|f| {
             let keep = match f.phase {
                 Phase::Announced { at } => core.announced_alive(at),
                 _ => core.active_alive(f.last, f.told),
             };
+            silent += usize::from(!keep && !f.sent);
             if keep && f.phase == Phase::Settled && f.path < r {
                 limited += 1;
                 sum += f.path;
@@ -340,6 +358,7 @@ impl Following for Echo {
         });
         self.limited = limited.min(self.table.settled);
         self.limited_sum = if self.limited > 0 { sum } else { 0.0 };
+        self.core.announced_resolved(silent, false);
     }
 
     fn demand(&self, m: &Measurement) -> f64 {
@@ -385,7 +404,10 @@ impl Following for Echo {
     }
 
     fn on_fin(&mut self, key: FlowKey, len: usize) {
-        if self.table.remove(&key).is_some() {
+        if let Some(f) = self.table.remove(&key) {
+            if !f.sent {
+                self.core.announced_resolved(1, false);
+            }
             self.refresh();
         } else {
             self.core.untracked(len);
@@ -396,6 +418,9 @@ impl Following for Echo {
         let now = self.core.now;
         if let Some(f) = self.table.get_mut(&t.flow) {
             f.last = now;
+            if t.payload > 0 {
+                self.mark_sent(&t.flow);
+            }
             return;
         }
         // Pure ACKs take no rate; a connection whose SYN the port did not
