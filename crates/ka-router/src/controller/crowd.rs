@@ -19,6 +19,23 @@
 //! part of their first round trip (mean FCT of 100+ packet flows 10–54 %
 //! longer than the paper RCP's at the default caution).
 //!
+//! **SYN streams.** Pending connections (granted, no paced data yet) count
+//! in U, their grants in the demand κ follows and in what a newcomer finds
+//! promised, and announced ones in a newcomer's share and in the crowd
+//! test. With RCP's carrier every SYN is granted, so a stream of SYNs that
+//! never send data would keep U and the demand up for as long as it
+//! lasts (in virtual time 1000 SYN/s held an active flow near R_min). Pending and announced connections now count as the *SYN
+//! yield* ρ each (`follow::SynYield`: the share of announced connections
+//! that went on to send data, learned over about 10 s; see
+//! [`Echo`](super::Echo), "SYN streams", for the bound). Real newcomers
+//! send data, so ρ stays exactly 1 and nothing changes for them. With
+//! KA's carrier (grants at the first data) announced connections never
+//! counted in R. Checked in virtual time:
+//! `a_syn_stream_takes_a_bounded_share_from_an_active_flow` (1000 SYN/s
+//! for 20 s, mean ≥ 0.9× the rate without them; with grants at the SYN
+//! the first seconds dip further, to ~0.86×, while ρ learns; ≥ 0.9× from
+//! 5 s on) and `a_real_newcomer_still_gets_its_share_during_a_syn_stream`.
+//!
 //! **Knobs** ([`CrowdConfig`]): `caution` (default [`DEFAULT_CAUTION`]: the
 //! weight of a newcomer of unknown size is `min(1, caution · u)`, larger =
 //! shorter queue, slower first round trips), `floor_budget` (default 8 ms:
@@ -317,11 +334,12 @@ impl Following for Crowd {
         }
     }
 
-    fn on_fin(&mut self, key: FlowKey, len: usize) {
-        match self.table.remove(&key) {
+    fn on_fin(&mut self, t: TcpInfo, len: usize) {
+        match self.table.remove(&t.flow) {
             Some(f) => {
                 if !f.sent {
-                    self.core.announced_resolved(1, false);
+                    // A short connection's only data may ride on its FIN.
+                    self.core.announced_resolved(1, t.payload > 0);
                 }
                 if let Phase::Active(a) = f.phase
                     && !a.sampled

@@ -285,8 +285,8 @@ pub(super) trait Following {
     fn refresh(&mut self);
     /// A SYN of connection `key` (the clock is at the packet).
     fn on_syn(&mut self, key: FlowKey);
-    /// A FIN or RST of connection `key`, `len` IP bytes.
-    fn on_fin(&mut self, key: FlowKey, len: usize);
+    /// A FIN or RST `t` (it may carry data), `len` IP bytes.
+    fn on_fin(&mut self, t: TcpInfo, len: usize);
     /// Any other segment `t`, `len` IP bytes.
     fn on_segment(&mut self, t: TcpInfo, len: usize);
     /// After κ moved at the end of intervals. Default: [`Following::refresh`].
@@ -358,7 +358,7 @@ pub(super) fn on_packet<C: Following>(c: &mut C, now: Duration, packet: &PacketI
     if t.syn {
         c.on_syn(t.flow);
     } else if t.fin {
-        c.on_fin(t.flow, packet.len);
+        c.on_fin(t, packet.len);
     } else {
         c.on_segment(t, packet.len);
     }

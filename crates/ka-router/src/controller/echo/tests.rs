@@ -346,3 +346,28 @@ fn a_real_newcomer_still_starts_at_its_share_during_a_syn_stream() {
         assert!(r1 + end >= 0.9 * C, "answered {answered}: {r1} + {end}");
     }
 }
+
+#[test]
+fn the_syn_yield_learns_from_what_announced_connections_do() {
+    let mut e = echo();
+    // Ten short connections whose only data rides on their FIN: all sent
+    // data, so ρ stays exactly 1 (nothing changes for real traffic).
+    for i in 0..10 {
+        e.on_packet(T0, &syn(i));
+        e.on_packet(
+            T0 + 100 * MS,
+            &crate::controller::test_packets::pkt(i, false, true, 500),
+        );
+    }
+    assert_eq!(e.core.syn_yield(), 1.0);
+    // Ten SYNs that never send data expire after 3d: ρ ≈ 11/21.
+    for n in 0..10 {
+        e.on_packet(T0 + 200 * MS, &dead_syn(n));
+    }
+    for _ in 0..60 {
+        e.on_interval(&interval(0.0));
+    }
+    assert_eq!(e.followed(), 0);
+    let rho = e.core.syn_yield();
+    assert!((0.45..0.6).contains(&rho), "{rho}");
+}

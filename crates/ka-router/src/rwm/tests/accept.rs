@@ -210,3 +210,30 @@ fn the_window_follows_a_connection_far_past_its_handshake() {
     process(&mut r, t, Side::Reverse, rst_from_b(&c, seq));
     assert_eq!((r.stats().flows, r.stats().closed), (0, 1));
 }
+
+/// `p` (IPv4) marked as the leading fragment of a larger datagram (MF
+/// set, offset 0), as a KA router's signal cuts it.
+fn leading_fragment(mut p: Vec<u8>) -> Vec<u8> {
+    p[6] = 0x20;
+    p[7] = 0;
+    Ipv4Packet::new_checked(&mut p[..]).unwrap().fill_checksum();
+    p
+}
+
+#[test]
+fn a_leading_fragment_is_judged_by_its_sequence_number() {
+    let (mut r, t0) = rwm(50_000_000);
+    let c = Conn::new(1);
+    let t = c.handshake(&mut r, t0, MS, MS);
+    // Its checksum cannot be verified (the rest of the segment is in
+    // other pieces): out of window it changes nothing...
+    let far = leading_fragment(corrupt(rst_from_b(&c, b1(&c).wrapping_add(1 << 30))));
+    raw(&mut r, t, Side::Reverse, far);
+    assert_eq!((r.stats().flows, r.stats().rst_fin_rejected), (1, 1));
+    // ... in window, a cut FIN carrying the last data counts.
+    let fin_a = c.seg(true, FIN | ACK, c.isn_a + 1, b1(&c), 50, 1000);
+    raw(&mut r, t, Side::Forward, leading_fragment(corrupt(fin_a)));
+    let fin_b = c.seg(false, FIN | ACK, b1(&c), c.isn_a + 1002, 50, 0);
+    process(&mut r, t, Side::Reverse, fin_b);
+    assert_eq!((r.stats().flows, r.stats().closed), (0, 1));
+}
