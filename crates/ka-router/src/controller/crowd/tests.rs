@@ -320,8 +320,8 @@ fn active_under_syns(syns: u32, native: bool, newcomer: bool) -> (Vec<f64>, Opti
                 g2 = Some(c.rate_for(t, &syn(2)));
             }
         }
-        // The flows send at what they were told (the link at most).
-        let y = (rates.last().copied().unwrap_or(C) + r2).min(C);
+        // The flows send at what they were told.
+        let y = rates.last().copied().unwrap_or(C) + r2;
         c.on_interval(&interval(y));
         c.on_packet(t + 10 * MS, &data(1));
         rates.push(c.rate_for(t + 10 * MS, &data(1)));
@@ -362,6 +362,6 @@ fn a_real_newcomer_still_gets_its_share_during_a_syn_stream() {
             (r1 - end).abs() <= 0.1 * C,
             "native {native}: {r1} vs {end}"
         );
-        assert!(r1 + end >= 0.85 * C, "native {native}: {r1} + {end}");
+        assert!(r1 + end >= 0.9 * C, "native {native}: {r1} + {end}");
     }
 }

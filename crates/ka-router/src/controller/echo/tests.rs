@@ -288,8 +288,8 @@ fn settled_under_syns(syns: u32, answered: bool, newcomer: bool) -> SynRun {
             Some(10) => e.on_packet(t, &data(2)),
             _ => {}
         }
-        // The flows send at what they were told (the link at most).
-        let y = (rates.last().copied().unwrap_or(C) + r2).min(C);
+        // The flows send at what they were told.
+        let y = rates.last().copied().unwrap_or(C) + r2;
         e.on_interval(&interval(y));
         e.on_packet(t + 10 * MS, &data(1));
         rates.push(e.on_reverse(t + 10 * MS, &key(1), Some(HI)).unwrap());
