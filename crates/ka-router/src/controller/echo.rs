@@ -38,7 +38,8 @@
 //! as for a crowd, then lets go once a few hundred of its SYNs have gone
 //! without data (ρ·w under the threshold). The table cap
 //! stays: a stream also fills the table, and a connection that finds it
-//! full is not followed (counted in Y as untracked traffic).
+//! full is not followed (its data counts as unfollowed TCP traffic, RCP's
+//! way).
 //! Checked in virtual time: `a_syn_stream_takes_a_bounded_share_from_a_settled_flow`
 //! (1000 SYN/s for 20 s: flow 1's rate ≥ 0.9× its rate without them from
 //! 1 s on), `a_real_newcomer_still_starts_at_its_share_during_a_syn_stream`.

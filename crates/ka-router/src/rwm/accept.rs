@@ -42,25 +42,39 @@
 //!      G = C_s · (1 + max(δ, 0)) · granule   (bytes at the link's rate)
 //!      ```
 //!
-//!      Why this contains every RCV.NXT r can have and its window: at
-//!      the mark's segment, e's in-flight data was at most W (r's window,
-//!      which RWM capped), so RCV.NXT was within W of `M` either way (a
-//!      sender's `seq` can be a retransmission, up to W behind, and an
-//!      `ack` is r's RCV.NXT itself). Every later segment of e went by on
-//!      the fast path within the same granule, else it would have moved
-//!      the mark; in that time r can have received at most what was in
-//!      flight (W) plus what the link delivers in a granule (G). A RST
-//!      at RCV.NXT, or a FIN anywhere in r's window (another W), falls
-//!      inside. The window is about `2·BDP + 1.6 MB` at 50 Mbit/s: a blind
-//!      attacker hits it with probability ~4·10⁻⁴ per forged segment,
-//!      where the receiver's exact check gives 2⁻³² — and if one does, the
-//!      connection is re-admitted at its next data segment (below).
+//!      Why this contains every RST and FIN the receiver takes: e's
+//!      flight is at most W (r's window, which RWM capped), so at the
+//!      mark's segment RCV.NXT and e's SND.NXT were within W of `M` (a
+//!      sender's `seq` may be a retransmission, up to W behind SND.NXT;
+//!      an `ack` is RCV.NXT itself), and never below `M − W`. Every later
+//!      segment of e went by on the fast path within the same granule,
+//!      else it would have moved the mark; in that time e can have sent
+//!      at most its flight (W) plus what r acknowledged, which the link
+//!      bounds by G. So RCV.NXT and e's SND.NXT stay below `M + 2W + G`:
+//!      a RST at RCV.NXT and a FIN at e's own sequence number fall inside
+//!      (a FIN forged deeper in r's window may not: that errs towards
+//!      keeping modulation). The range is `3W + G` wide, about 2 MB at
+//!      50 Mbit/s and 20 ms: a blind attacker hits it with probability
+//!      ~5·10⁻⁴ per forged segment, where the receiver's exact RST check
+//!      gives 2⁻³² — and if one does, the connection is re-admitted at its
+//!      next data segment (below).
 //!      The mark itself moves only to values inside that window, so a
-//!      forged segment with a far-off number cannot drag it.
+//!      forged segment with a far-off number cannot drag it. G assumes
+//!      that r receives through this router at no more than the
+//!      configured capacity (`--rwm-capacity` at most the real rate); if
+//!      that is set too low, a genuine RST after a long burst may be
+//!      refused, and the connection then only idles out — the same error
+//!      direction as every other case here.
 //!
 //! A rejected RST or FIN changes nothing and is counted in
-//! [`RwmStats::rst_fin_rejected`](super::RwmStats::rst_fin_rejected); its
-//! window is capped like any segment's.
+//! [`RwmStats::rst_fin_rejected`](super::RwmStats::rst_fin_rejected): the
+//! RST is left alone, the FIN's window is capped like any segment's (it
+//! does not count as a FIN, and does not move the marks).
+//!
+//! Cost: only RST and FIN segments (already off the fast path) are
+//! checksummed; the marks move on segments that take the slow path
+//! anyway, so a segment of a busy flow still reads one bucket and writes
+//! nothing.
 //!
 //! ## Re-admission
 //!
