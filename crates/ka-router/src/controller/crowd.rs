@@ -19,6 +19,23 @@
 //! part of their first round trip (mean FCT of 100+ packet flows 10–54 %
 //! longer than the paper RCP's at the default caution).
 //!
+//! **SYN streams.** Pending connections (granted, no paced data yet) count
+//! in U, their grants in the demand κ follows and in what a newcomer finds
+//! promised, and announced ones in a newcomer's share and in the crowd
+//! test. With RCP's carrier every SYN is granted, so a stream of SYNs that
+//! never send data would keep U and the demand up for as long as it
+//! lasts (in virtual time 1000 SYN/s held an active flow near R_min). Pending and announced connections now count as the *SYN
+//! yield* ρ each (`follow::SynYield`: the share of announced connections
+//! that went on to send data, learned over about 10 s; see
+//! [`Echo`](super::Echo), "SYN streams", for the bound). Real newcomers
+//! send data, so ρ stays exactly 1 and nothing changes for them. With
+//! KA's carrier (grants at the first data) announced connections never
+//! counted in R. Checked in virtual time:
+//! `a_syn_stream_takes_a_bounded_share_from_an_active_flow` (1000 SYN/s
+//! for 20 s, mean ≥ 0.9× the rate without them; with grants at the SYN
+//! the first seconds dip further, to ~0.86×, while ρ learns; ≥ 0.9× from
+//! 5 s on) and `a_real_newcomer_still_gets_its_share_during_a_syn_stream`.
+//!
 //! **Knobs** ([`CrowdConfig`]): `caution` (default [`DEFAULT_CAUTION`]: the
 //! weight of a newcomer of unknown size is `min(1, caution · u)`, larger =
 //! shorter queue, slower first round trips), `floor_budget` (default 8 ms:
@@ -122,7 +139,7 @@ impl Crowd {
 
     /// The weight w of a newcomer of unknown size now.
     pub fn weight(&self) -> f64 {
-        if self.newcomers() as f64 > 2.0 * self.usual + 4.0 {
+        if self.newcomers() > 2.0 * self.usual + 4.0 {
             return 1.0;
         }
         (self.cfg.caution * self.u).clamp(0.0, 1.0)
@@ -133,8 +150,27 @@ impl Crowd {
         self.table.len()
     }
 
-    fn newcomers(&self) -> usize {
-        self.table.pending + self.table.announced
+    /// Newcomers (pending and announced) as the data senders they are
+    /// expected to be: ρ each (see "SYN streams").
+    fn newcomers(&self) -> f64 {
+        self.core.syn_yield() * (self.table.pending + self.table.announced) as f64
+    }
+
+    /// The pending connections and their grants, ρ each.
+    fn pending(&self) -> (f64, f64) {
+        let rho = self.core.syn_yield();
+        (rho * self.table.pending as f64, rho * self.table.pending_g)
+    }
+
+    /// Connection `key` has sent data: if it was announced, the SYN
+    /// yield learns a success.
+    fn mark_sent(&mut self, key: &FlowKey) {
+        if let Some(f) = self.table.get_mut(key)
+            && !f.sent
+        {
+            f.sent = true;
+            self.core.announced_resolved(1, true);
+        }
     }
 
     /// N: active flows past their first round trip and not limited
@@ -145,9 +181,10 @@ impl Crowd {
         n + self.core.untracked_flows()
     }
 
-    /// U: flows whose demand is not known yet (pending and young).
+    /// U: flows whose demand is not known yet (pending, ρ each, and
+    /// young).
     fn unknown(&self) -> f64 {
-        (self.table.pending + self.table.young) as f64
+        self.pending().0 + self.table.young as f64
     }
 
     /// What the flows of U count for: w each, and a young flow more as
@@ -164,10 +201,10 @@ impl Crowd {
         let ka = self.core.kappa.value() * self.a0();
         let n = self.settled();
         let wu = self.unknown_weighted();
-        let others = self.table.announced.saturating_sub(1) as f64;
+        let others = self.core.syn_yield() * self.table.announced.saturating_sub(1) as f64;
         let share = ka / (1.0 + n + wu + w * others);
         let after = ka / (n + wu + w).max(1.0);
-        let outstanding = self.table.pending_g + self.table.young as f64 * self.core.rate;
+        let outstanding = self.pending().1 + self.table.young as f64 * self.core.rate;
         let room = ka - n * after - w * outstanding;
         let floor = self.core.capacity * self.cfg.floor_budget.as_secs_f64() * 1e3
             / self.core.d_ms()
@@ -202,6 +239,7 @@ impl Following for Crowd {
         let full = (self.core.capacity * self.core.d_ms()) as u64;
         let core = &self.core;
         let mut sizes = Vec::new();
+        let mut silent = 0;
         self.table.sweep(|f| {
             let keep = match f.phase {
                 Phase::Announced { at } => core.announced_alive(at),
@@ -210,6 +248,7 @@ impl Following for Crowd {
                 }
                 Phase::Active(_) => core.active_alive(f.last, f.told),
             };
+            silent += usize::from(!keep && !f.sent);
             if let Phase::Active(ref mut a) = f.phase {
                 let tau = d.max(Duration::from_millis(1));
                 a.m = Ewma { v: a.m, at: a.m_at }.get(now, tau);
@@ -233,11 +272,12 @@ impl Following for Crowd {
         for b in sizes {
             self.learn(b);
         }
+        self.core.announced_resolved(silent, false);
     }
 
     /// y plus the demand already granted but not arriving yet.
     fn demand(&self, m: &Measurement) -> f64 {
-        m.input_rate + self.weight() * self.table.pending_g
+        m.input_rate + self.weight() * self.pending().1
     }
 
     /// κ's bounds, but while two or more settled flows keep the link at
@@ -294,9 +334,13 @@ impl Following for Crowd {
         }
     }
 
-    fn on_fin(&mut self, key: FlowKey, len: usize) {
-        match self.table.remove(&key) {
+    fn on_fin(&mut self, t: TcpInfo, len: usize) {
+        match self.table.remove(&t.flow) {
             Some(f) => {
+                if !f.sent {
+                    // A short connection's only data may ride on its FIN.
+                    self.core.announced_resolved(1, t.payload > 0);
+                }
                 if let Phase::Active(a) = f.phase
                     && !a.sampled
                     && a.g.is_some()
@@ -313,6 +357,9 @@ impl Following for Crowd {
         let now = self.core.now;
         let key = t.flow;
         let d = self.core.rtt;
+        if t.payload > 0 {
+            self.mark_sent(&key);
+        }
         let Some(f) = self.table.get_mut(&key) else {
             if t.payload == 0 {
                 // Pure ACKs take no rate.
@@ -397,13 +444,14 @@ impl RateController for Crowd {
             Phase::Active(_) => self.core.rate,
             Phase::Pending { g, .. } => g,
             Phase::Announced { .. } => {
-                let others = self.newcomers().saturating_sub(1);
-                if self.table.active + others > 0 {
+                let others = self.core.syn_yield()
+                    * (self.table.pending + self.table.announced).saturating_sub(1) as f64;
+                if self.table.active > 0 || others > 0.0 {
                     let k = self.core.kappa.value().min(1.0);
                     self.core.kappa.set(k);
                 }
                 let (g, floor) = self.grant();
-                self.usual += GAIN * (others as f64 - self.usual);
+                self.usual += GAIN * (others - self.usual);
                 self.stats.grants += 1;
                 self.stats.floor_grants += u64::from(floor);
                 let at = self.core.now;

@@ -20,6 +20,30 @@
 //! [`Crowd`](super::Crowd). It edits a TCP option in ACKs, which an
 //! end-to-end integrity check over TCP options (TCP-AO, IPsec) would see.
 //!
+//! **SYN streams.** Announced connections count in R (the crowd rule for
+//! connections told on their data) and in a newcomer's share (the crowd
+//! of waiting ones) — so a stream of SYNs that never send data (1000/s,
+//! ≈ 0.5 Mbit/s) used to hold a crowd's reservation forever and cut a
+//! settled flow from 18.8 to 4.5 Mbit/s. Announced connections now count
+//! as the *SYN yield* ρ each (`follow::SynYield`): the share of announced
+//! connections that went on to send data, learned over about 10 s from
+//! each one's outcome (its first data, or expiry/FIN/RST without). Real
+//! newcomers send data, so ρ stays exactly 1 and a real crowd is reserved
+//! for as before; SYNs that never send data drive ρ towards
+//! `1/(their number in 10 s)`, so however many arrive they count for at
+//! most about `3d·(λ_r + 0.1/s)` connections (λ_r the rate of real
+//! arrivals) — below the crowd threshold of four unless real newcomers
+//! come that fast. What cannot be told apart is the stream's first 3d
+//! (no SYN of it has yet gone without data): the router reserves for it
+//! as for a crowd, then lets go once a few hundred of its SYNs have gone
+//! without data (ρ·w under the threshold). The table cap
+//! stays: a stream also fills the table, and a connection that finds it
+//! full is not followed (its data counts as unfollowed TCP traffic, RCP's
+//! way).
+//! Checked in virtual time: `a_syn_stream_takes_a_bounded_share_from_a_settled_flow`
+//! (1000 SYN/s for 20 s: flow 1's rate ≥ 0.9× its rate without them from
+//! 1 s on), `a_real_newcomer_still_starts_at_its_share_during_a_syn_stream`.
+//!
 //! **Knobs** ([`EchoConfig`]): `floor_budget` (default 8 ms: the queue
 //! newcomers that find no room may build), `max_flows` (default
 //! [`DEFAULT_MAX_FLOWS`](super::crowd::DEFAULT_MAX_FLOWS)) and `target`
@@ -122,6 +146,8 @@ struct Flow {
     /// The rate its echo carried before this router (another router's),
     /// if below the ceiling.
     path: f64,
+    /// It has sent data (or was first seen with data).
+    sent: bool,
 }
 
 /// Totals over the followed connections.
@@ -227,6 +253,7 @@ impl Echo {
             echoed: false,
             echo_at: None,
             path: f64::INFINITY,
+            sent: !matches!(phase, Phase::Announced { .. }),
         };
         let ok = self.table.insert(key, flow);
         if !ok {
@@ -242,11 +269,23 @@ impl Echo {
         n + self.core.untracked_flows()
     }
 
-    /// `others` announced connections, if they are a crowd (more than
+    /// `others` announced connections as the newcomers they are expected
+    /// to be (ρ each, see "SYN streams"), if they are a crowd (more than
     /// twice the usual number plus four), else 0.
     fn crowd_of(&self, others: usize) -> f64 {
-        let w = others as f64;
+        let w = self.core.syn_yield() * others as f64;
         if w > 2.0 * self.usual + 4.0 { w } else { 0.0 }
+    }
+
+    /// Connection `key` has sent data: if it was announced, the SYN
+    /// yield learns a success.
+    fn mark_sent(&mut self, key: &FlowKey) {
+        if let Some(f) = self.table.get_mut(key)
+            && !f.sent
+        {
+            f.sent = true;
+            self.core.announced_resolved(1, true);
+        }
     }
 
     /// Waiting connections (echoed, not started) besides the one starting
@@ -283,7 +322,8 @@ impl Echo {
     /// `key` starts now: its grant, capped by `path` (another router's).
     fn start(&mut self, key: &FlowKey, path: f64) -> f64 {
         let now = self.core.now;
-        let others = self.table.waiting.saturating_sub(1) as f64;
+        self.mark_sent(key);
+        let others = self.core.syn_yield() * self.table.waiting.saturating_sub(1) as f64;
         if self.table.settled + self.table.young > 0 || others > 0.0 {
             let k = self.core.kappa.value().min(1.0);
             self.core.kappa.set(k);
@@ -327,11 +367,13 @@ impl Following for Echo {
         let r = self.core.rate;
         let core = &self.core;
         let (mut limited, mut sum) = (0usize, 0.0);
+        let mut silent = 0;
         self.table.sweep(|f| {
             let keep = match f.phase {
                 Phase::Announced { at } => core.announced_alive(at),
                 _ => core.active_alive(f.last, f.told),
             };
+            silent += usize::from(!keep && !f.sent);
             if keep && f.phase == Phase::Settled && f.path < r {
                 limited += 1;
                 sum += f.path;
@@ -340,6 +382,7 @@ impl Following for Echo {
         });
         self.limited = limited.min(self.table.settled);
         self.limited_sum = if self.limited > 0 { sum } else { 0.0 };
+        self.core.announced_resolved(silent, false);
     }
 
     fn demand(&self, m: &Measurement) -> f64 {
@@ -384,8 +427,12 @@ impl Following for Echo {
         }
     }
 
-    fn on_fin(&mut self, key: FlowKey, len: usize) {
-        if self.table.remove(&key).is_some() {
+    fn on_fin(&mut self, t: TcpInfo, len: usize) {
+        if let Some(f) = self.table.remove(&t.flow) {
+            if !f.sent {
+                // A short connection's only data may ride on its FIN.
+                self.core.announced_resolved(1, t.payload > 0);
+            }
             self.refresh();
         } else {
             self.core.untracked(len);
@@ -396,6 +443,9 @@ impl Following for Echo {
         let now = self.core.now;
         if let Some(f) = self.table.get_mut(&t.flow) {
             f.last = now;
+            if t.payload > 0 {
+                self.mark_sent(&t.flow);
+            }
             return;
         }
         // Pure ACKs take no rate; a connection whose SYN the port did not

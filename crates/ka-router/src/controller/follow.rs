@@ -21,6 +21,47 @@ pub(super) const GAIN: f64 = 1.0 / 16.0;
 /// "Equilibrium").
 pub(super) const FULL_LOAD: f64 = 0.95;
 
+/// Time constant of the SYN yield's counts ([`SynYield`]).
+pub(super) const YIELD_TAU: Duration = Duration::from_secs(10);
+
+/// The *SYN yield* ρ: the share of announced connections (their SYN
+/// seen) that went on to send data, over about the last [`YIELD_TAU`].
+/// The controllers count connections that have not sent data as ρ each
+/// wherever they reserve room for newcomers (see each controller's
+/// "SYN streams"): a real crowd sends data (ρ stays 1, so nothing changes
+/// for it), a stream of SYNs that never do drives ρ to about
+/// `1 / (its SYNs in YIELD_TAU)`.
+///
+/// `ρ = (D·τ + 1) / (S·τ + 1)`: S resolved connections (first data, or
+/// gone without), D of them with data, each an exponentially decayed
+/// count per ms with time constant τ = [`YIELD_TAU`] — the `+ 1` is one
+/// successful connection of prior, so ρ is 1 until there is evidence and
+/// exactly 1 while every connection sends data.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SynYield {
+    sent: Ewma,
+    resolved: Ewma,
+}
+
+impl SynYield {
+    /// One announced connection resolved at `now`: it sent data (`sent`)
+    /// or left (expired, FIN, RST) without.
+    pub fn outcome(&mut self, now: Duration, sent: bool) {
+        self.resolved.add(now, YIELD_TAU, 1);
+        if sent {
+            self.sent.add(now, YIELD_TAU, 1);
+        }
+    }
+
+    /// ρ at `now`, in (0, 1].
+    pub fn get(&self, now: Duration) -> f64 {
+        let tau_ms = YIELD_TAU.as_secs_f64() * 1e3;
+        let d = self.sent.get(now, YIELD_TAU) * tau_ms;
+        let s = self.resolved.get(now, YIELD_TAU) * tau_ms;
+        ((d + 1.0) / (s + 1.0)).clamp(f64::MIN_POSITIVE, 1.0)
+    }
+}
+
 /// An exponentially weighted rate estimate (B/ms) as of `at`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Ewma {
@@ -68,6 +109,8 @@ pub(super) struct Core {
     pub y_untracked: Ewma,
     /// R, B/ms.
     pub rate: f64,
+    /// ρ: how many announced connections go on to send data.
+    pub syn_yield: SynYield,
 }
 
 impl Core {
@@ -90,6 +133,7 @@ impl Core {
             y_nontcp: Ewma::default(),
             y_untracked: Ewma::default(),
             rate: capacity,
+            syn_yield: SynYield::default(),
         }
     }
 
@@ -157,6 +201,19 @@ impl Core {
     /// still active (see [`Core::idle_limit`]).
     pub fn active_alive(&self, last: Duration, told: f64) -> bool {
         self.now.saturating_sub(last) < self.idle_limit(told)
+    }
+
+    /// ρ now ([`SynYield`]).
+    pub fn syn_yield(&self) -> f64 {
+        self.syn_yield.get(self.now)
+    }
+
+    /// `n` announced connections resolved now, with data (`sent`) or
+    /// without.
+    pub fn announced_resolved(&mut self, n: usize, sent: bool) {
+        for _ in 0..n {
+            self.syn_yield.outcome(self.now, sent);
+        }
     }
 
     /// `len` bytes of TCP traffic the controller does not follow.
@@ -228,8 +285,8 @@ pub(super) trait Following {
     fn refresh(&mut self);
     /// A SYN of connection `key` (the clock is at the packet).
     fn on_syn(&mut self, key: FlowKey);
-    /// A FIN or RST of connection `key`, `len` IP bytes.
-    fn on_fin(&mut self, key: FlowKey, len: usize);
+    /// A FIN or RST `t` (it may carry data), `len` IP bytes.
+    fn on_fin(&mut self, t: TcpInfo, len: usize);
     /// Any other segment `t`, `len` IP bytes.
     fn on_segment(&mut self, t: TcpInfo, len: usize);
     /// After κ moved at the end of intervals. Default: [`Following::refresh`].
@@ -301,7 +358,7 @@ pub(super) fn on_packet<C: Following>(c: &mut C, now: Duration, packet: &PacketI
     if t.syn {
         c.on_syn(t.flow);
     } else if t.fin {
-        c.on_fin(t.flow, packet.len);
+        c.on_fin(t, packet.len);
     } else {
         c.on_segment(t, packet.len);
     }

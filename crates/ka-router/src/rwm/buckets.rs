@@ -57,6 +57,10 @@ pub(crate) enum Stage {
     SynAckSeen = 1,
     /// The initiator's ACK of the SYN-ACK seen: RTT measured.
     Established = 2,
+    /// Left modulation on a RST or the second FIN RWM accepted, but kept
+    /// (in the half-open list) with its handshake's facts, so that a
+    /// connection that goes on sending data is re-admitted (`accept.rs`).
+    Closed = 3,
 }
 
 /// `flags` of a live, established, active entry: with a current `epoch`,
@@ -99,7 +103,8 @@ impl Hot {
         match (self.flags & STAGE) >> STAGE_SHIFT {
             0 => Stage::SynSent,
             1 => Stage::SynAckSeen,
-            _ => Stage::Established,
+            2 => Stage::Established,
+            _ => Stage::Closed,
         }
     }
 
@@ -130,6 +135,11 @@ impl Hot {
     pub(crate) fn fin(&mut self, from: usize) -> bool {
         self.flags |= if from == 0 { FIN0 } else { FIN1 };
         self.flags & (FIN0 | FIN1) == FIN0 | FIN1
+    }
+
+    /// Forgets the FINs seen (a closed connection re-admitted).
+    pub(crate) fn clear_fins(&mut self) {
+        self.flags &= !(FIN0 | FIN1);
     }
 
     /// Endpoint `e`'s window shift.

@@ -103,11 +103,15 @@
 //! flood only ever evicts other half-open entries. A new established flow
 //! that finds the table full evicts the least recently seen flow if that
 //! one is idle (inactive); if even that one is active, the new flow is not
-//! tracked (left alone). Connections leave on RST, once both sides have
-//! sent a FIN, after [`RwmConfig::idle_timeout`] without a segment (300 s,
-//! plus at most a quarter of the active window), and handshakes after
-//! [`RwmConfig::handshake_timeout`] (75 s). Expiry is amortised
-//! O(1) per packet (see the table module).
+//! tracked (left alone). Connections leave modulation on a RST, once both
+//! sides have sent a FIN — only a RST or FIN the receiver would accept:
+//! valid TCP checksum, sequence number in the window RWM infers (the
+//! `accept` module, RFC 5961) — and after [`RwmConfig::idle_timeout`]
+//! without a segment (300 s, plus at most a quarter of the active window);
+//! handshakes after [`RwmConfig::handshake_timeout`] (75 s). A connection
+//! closed by RST or FIN is kept in the half-open list (same cap and
+//! timeout) so that data it goes on sending re-admits it. Expiry is
+//! amortised O(1) per packet (see the table module).
 //!
 //! ## Per-packet cost
 //!
@@ -124,8 +128,10 @@
 //! `ka-router` binary's loop hands it every packet ready at a wake-up.
 //! Measured in `docs/PERFORMANCE.md`.
 
+mod accept;
 mod buckets;
 mod config;
+mod handshake;
 mod hash;
 mod segment;
 mod table;
@@ -141,9 +147,8 @@ pub use config::{
     DEFAULT_MAX_FLOWS, DEFAULT_MAX_HALF_OPEN, MAX_CLASSES, RwmClass, RwmConfig, RwmConfigError,
     Side,
 };
-use ka_codec::wire::tcp::TcpOptions;
 use segment::Skip;
-use table::{Cold, Table, Timers};
+use table::{Table, Timers};
 
 use crate::time::{Clock, duration_ns};
 
@@ -234,8 +239,20 @@ pub struct RwmStats {
     pub handshake_rtt_min_ns: u64,
     /// Largest handshake RTT measured, ns.
     pub handshake_rtt_max_ns: u64,
-    /// Connections removed on RST or after both FINs.
+    /// Connections that left modulation on an accepted RST or after both
+    /// FINs (see [`RwmStats::rst_fin_rejected`] for the others).
     pub closed: u64,
+    /// RST and FIN segments of tracked connections that changed nothing
+    /// because their receiver would not accept them: a bad TCP checksum
+    /// or a sequence number outside the window RWM infers (the `accept`
+    /// module's rule, DESIGN §5.2).
+    pub rst_fin_rejected: u64,
+    /// Closed connections made active again by a data segment (the
+    /// receiver had not in fact accepted the RST or FIN).
+    pub readmitted: u64,
+    /// Closed connections kept now (for re-admission), in the half-open
+    /// table's room.
+    pub closed_kept: u64,
     /// Idle established connections evicted to make room (table full).
     pub evicted: u64,
     /// Half-open entries evicted to make room for newer SYNs.
@@ -317,6 +334,7 @@ impl Rwm {
             flows: self.table.established() as u64,
             active_flows: self.table.active(),
             half_open: self.table.half_open() as u64,
+            closed_kept: self.table.closed() as u64,
             evicted: c.evicted,
             evicted_half_open: c.evicted_half_open,
             refused: c.refused,
@@ -601,14 +619,40 @@ impl Rwm {
                 break 'path RwmOutcome::Untracked;
             }
             let flags = seg.flags;
+            // A closed connection: data re-admits it (`accept` module).
+            let readmitted = hot.stage() == Stage::Closed;
+            if readmitted {
+                match self.on_closed(&packet.as_segment(), seg, pos, t) {
+                    Some(true) => {}
+                    Some(false) => break 'path RwmOutcome::Handshake,
+                    None => {
+                        self.stats.untracked += 1;
+                        break 'path RwmOutcome::Untracked;
+                    }
+                }
+            }
+            let established = readmitted || hot.stage() == Stage::Established;
+            // RST and FIN count only if the receiver would accept them.
+            let mut fin = flags & FIN != 0 && !readmitted;
+            if (flags & RST != 0 || (fin && established))
+                && !self.acceptable(&packet.as_segment(), seg, side, pos)
+            {
+                self.stats.rst_fin_rejected += 1;
+                if flags & RST != 0 {
+                    break 'path RwmOutcome::Unchanged;
+                }
+                fin = false;
+            }
             if flags & RST != 0 {
-                self.table.remove(pos);
-                if hot.stage() == Stage::Established {
+                if established {
+                    self.table.close(pos, t);
                     self.stats.closed += 1;
+                } else {
+                    self.table.remove(pos);
                 }
                 break 'path RwmOutcome::Unchanged;
             }
-            if hot.stage() != Stage::Established {
+            if !established {
                 if !self.on_handshake(&packet.as_segment(), seg, pos, t) {
                     break 'path RwmOutcome::Handshake;
                 }
@@ -620,116 +664,22 @@ impl Rwm {
                     // ages out).
                     break 'path RwmOutcome::Handshake;
                 }
+                if fin || flags & FIN == 0 {
+                    self.update_marks(&packet.as_segment(), seg, side, pos);
+                }
             }
             let Some(&hot) = self.table.hot(pos) else {
                 break 'path RwmOutcome::Untracked;
             };
             let outcome = self.cap_window(packet, side, &Quick::of(seg, fp, packet.layout()), &hot);
-            if flags & FIN != 0 && self.table.fin(pos, seg.from) {
-                self.table.remove(pos);
+            if fin && self.table.fin(pos, seg.from) {
+                self.table.close(pos, t);
                 self.stats.closed += 1;
             }
             outcome
         };
         self.sync_check();
         outcome
-    }
-
-    /// A SYN of a connection not in the table: a half-open entry.
-    fn on_new_syn(&mut self, packet: &Segment<'_>, seg: &segment::TcpSeg, fp: u64, t: u64) {
-        let (mut hot, mut cold) = table::new_entry(fp, seg.from, t);
-        Self::fill_syn(&mut hot, &mut cold, packet, seg, t);
-        hot.class = self.class_of(seg.dst_port);
-        self.table.insert_half_open(fp, hot, cold);
-    }
-
-    fn fill_syn(
-        hot: &mut Hot,
-        cold: &mut Cold,
-        packet: &Segment<'_>,
-        seg: &segment::TcpSeg,
-        t: u64,
-    ) {
-        let opts = segment::options(packet).unwrap_or_default();
-        hot.set_stage(Stage::SynSent);
-        hot.mss = [0; 2];
-        cold.init_isn = seg.seq;
-        cold.syn_at = t;
-        cold.wscale_opt = [None; 2];
-        Self::set_options(hot, cold, seg.from, seg.key.is_v6(), opts);
-    }
-
-    fn set_options(hot: &mut Hot, cold: &mut Cold, from: usize, v6: bool, o: TcpOptions) {
-        let default_mss = if v6 { DEFAULT_MSS_V6 } else { DEFAULT_MSS_V4 };
-        if let Some(w) = cold.wscale_opt.get_mut(from) {
-            *w = o.window_scale;
-        }
-        if let Some(m) = hot.mss.get_mut(from) {
-            *m = o.mss.filter(|&m| m > 0).unwrap_or(default_mss);
-        }
-    }
-
-    /// A segment of a connection in its handshake. `true` when it
-    /// completed the handshake (the segment then goes on to be capped).
-    fn on_handshake(
-        &mut self,
-        packet: &Segment<'_>,
-        seg: &segment::TcpSeg,
-        pos: u32,
-        t: u64,
-    ) -> bool {
-        let Some((mut hot, mut cold)) = self.table.entry(pos) else {
-            return false;
-        };
-        let flags = seg.flags;
-        let from_initiator = seg.from == usize::from(cold.initiator);
-        if flags & (SYN | ACK) == SYN && from_initiator {
-            if seg.seq != cold.init_isn {
-                // A new attempt on the same four-tuple: start over.
-                Self::fill_syn(&mut hot, &mut cold, packet, seg, t);
-            } else {
-                // A retransmitted SYN: the SYN-ACK will answer this copy.
-                cold.syn_at = t;
-            }
-        } else if flags & (SYN | ACK) == SYN | ACK
-            && !from_initiator
-            && seg.ack == cold.init_isn.wrapping_add(1)
-        {
-            hot.set_stage(Stage::SynAckSeen);
-            cold.resp_isn = seg.seq;
-            let opts = segment::options(packet).unwrap_or_default();
-            Self::set_options(&mut hot, &mut cold, seg.from, seg.key.is_v6(), opts);
-        } else if flags & (SYN | ACK) == ACK
-            && from_initiator
-            && hot.stage() == Stage::SynAckSeen
-            && seg.ack == cold.resp_isn.wrapping_add(1)
-        {
-            let rtt_ns = t.saturating_sub(cold.syn_at);
-            hot.rtt_ns = rtt_ns as f32;
-            hot.set_wscale(match cold.wscale_opt {
-                [Some(a), Some(b)] => [a.min(window::MAX_WSCALE), b.min(window::MAX_WSCALE)],
-                _ => [0, 0],
-            });
-            self.table.set_entry(pos, hot, cold);
-            if !self.table.promote(pos, t) {
-                return false;
-            }
-            let s = &mut self.stats;
-            s.handshakes += 1;
-            s.handshake_rtt_sum_ns = s.handshake_rtt_sum_ns.saturating_add(rtt_ns);
-            s.handshake_rtt_max_ns = s.handshake_rtt_max_ns.max(rtt_ns);
-            s.handshake_rtt_min_ns = if s.handshakes == 1 {
-                rtt_ns
-            } else {
-                s.handshake_rtt_min_ns.min(rtt_ns)
-            };
-            return true;
-        } else {
-            return false;
-        }
-        self.table.set_entry(pos, hot, cold);
-        self.table.touch_half_open(pos, t);
-        false
     }
 
     /// Lowers the window of a segment of an established flow to its cap.

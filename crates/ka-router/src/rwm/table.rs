@@ -27,7 +27,9 @@
 //! O(1) amortised per packet. (An active flow was moved at most six
 //! granules ago, so its byte never aliases the current granule's.) Idle
 //! expiry pops from the tail the same way (idle timeout plus at most a
-//! granule), and handshakes have their own list. Expiry only runs when
+//! granule), and handshakes have their own list (shared with connections
+//! closed by RST or FIN, kept there for re-admission: [`Stage::Closed`]).
+//! Expiry only runs when
 //! the earliest deadline it could act on has passed (one comparison per
 //! packet otherwise).
 //!
@@ -66,8 +68,10 @@ pub(crate) struct Cold {
     moved: u64,
     prev: u32,
     next: u32,
-    pub(crate) init_isn: u32,
-    pub(crate) resp_isn: u32,
+    /// Each endpoint's (0 = key's low, 1 = high) sequence number: in the
+    /// handshake its ISN; once established, the *mark* of its sequence
+    /// space that RST and FIN are checked against (`accept.rs`).
+    pub(crate) seq: [u32; 2],
     /// Last SYN seen (ns).
     pub(crate) syn_at: u64,
     /// Window-scale option of each endpoint's SYN / SYN-ACK.
@@ -164,6 +168,8 @@ pub(crate) struct Table {
     next_deadline: u64,
     /// `min(next_deadline, epoch_end)`: the one comparison per packet.
     next_check: u64,
+    /// Closed connections kept in the half-open list ([`Stage::Closed`]).
+    closed: usize,
     pub(crate) counters: TableCounters,
 }
 
@@ -208,6 +214,7 @@ impl Table {
             epoch_end: granule_ns,
             next_deadline: u64::MAX,
             next_check: granule_ns,
+            closed: 0,
             counters: TableCounters::default(),
         }
     }
@@ -290,8 +297,21 @@ impl Table {
         self.est.len
     }
 
+    /// Handshakes in progress (the half-open list less the closed
+    /// connections kept there).
     pub(crate) fn half_open(&self) -> usize {
-        self.half.len
+        self.half.len.saturating_sub(self.closed)
+    }
+
+    /// Closed connections kept for re-admission.
+    pub(crate) fn closed(&self) -> usize {
+        self.closed
+    }
+
+    /// The granule (ns): a segment of an active flow moved more than this
+    /// long ago takes the slow path (`accept.rs` relies on it).
+    pub(crate) fn granule_ns(&self) -> u64 {
+        self.granule_ns
     }
 
     /// n_j: active flows of `class`.
@@ -380,11 +400,7 @@ impl Table {
     /// that table is full. `false` if not added: its tag is already on its
     /// lookup path, or (rarely) the path has no room (counted as refused).
     pub(crate) fn insert_half_open(&mut self, fp: u64, mut hot: Hot, mut cold: Cold) -> bool {
-        let tail = self.half.tail;
-        if self.half.len >= self.max_half_open && tail != NIL {
-            self.remove(tail);
-            self.counters.evicted_half_open += 1;
-        }
+        self.make_half_open_room();
         let (live, cap) = (self.buckets.live() + 1, self.buckets.capacity());
         if (live + self.buckets.tombs()) * 8 > cap * 7 {
             let n = self.buckets.bucket_count();
@@ -419,6 +435,53 @@ impl Table {
         true
     }
 
+    /// Evicts the least recent entry of the half-open list if it is full
+    /// (a closed connection kept there goes uncounted: it was counted as
+    /// closed).
+    fn make_half_open_room(&mut self) {
+        let tail = self.half.tail;
+        if self.half.len >= self.max_half_open && tail != NIL {
+            let was_closed = self.is_closed(tail);
+            self.remove(tail);
+            if !was_closed {
+                self.counters.evicted_half_open += 1;
+            }
+        }
+    }
+
+    fn is_closed(&self, pos: u32) -> bool {
+        self.buckets
+            .get(pos)
+            .is_some_and(|h| h.stage() == Stage::Closed)
+    }
+
+    /// Established connection `pos` leaves modulation at `now` (an
+    /// accepted RST or second FIN): it stops counting in n_j and moves,
+    /// with its handshake's facts, to the front of the half-open list as
+    /// [`Stage::Closed`] — bounded and aged like a handshake, evicted
+    /// first by a SYN flood — so that [`Table::promote`] can re-admit it.
+    pub(crate) fn close(&mut self, pos: u32, now: u64) {
+        if self
+            .buckets
+            .get(pos)
+            .is_none_or(|h| h.stage() != Stage::Established)
+        {
+            return;
+        }
+        if self.oldest_active == pos {
+            self.oldest_active = self.cold_at(pos).map_or(NIL, |c| c.prev);
+        }
+        self.deactivate(pos);
+        self.unlink(pos);
+        self.make_half_open_room();
+        if let Some(h) = self.buckets.get_mut(pos) {
+            h.set_stage(Stage::Closed);
+        }
+        self.closed += 1;
+        self.push_front(pos, Which::HalfOpen, now);
+        self.set_deadline(now.saturating_add(self.handshake_ns));
+    }
+
     fn set_deadline(&mut self, at: u64) {
         self.next_deadline = self.next_deadline.min(at);
         self.next_check = self.next_check.min(at);
@@ -446,6 +509,9 @@ impl Table {
                     if h.active() {
                         self.count(h.class, false);
                     }
+                    if h.stage() == Stage::Closed {
+                        self.closed -= 1;
+                    }
                     self.counters.evicted += 1;
                     continue;
                 };
@@ -468,11 +534,30 @@ impl Table {
         self.push_front(pos, Which::HalfOpen, now);
     }
 
+    /// A closed connection at `pos` starts a new handshake at `now` (a SYN
+    /// on its four-tuple): a half-open entry again, at the front.
+    pub(crate) fn reopen_half_open(&mut self, pos: u32, now: u64) {
+        if self.is_closed(pos) {
+            self.closed -= 1;
+            if let Some(h) = self.buckets.get_mut(pos) {
+                h.set_stage(Stage::SynSent);
+            }
+        }
+        self.touch_half_open(pos, now);
+    }
+
     /// Moves half-open `pos` to the established flows, active from `now`.
     /// If they are full, the least recent one goes if it is inactive (an
     /// idle flow); if even that one is active, `pos` is dropped instead
     /// (`false`): active flows are never evicted.
     pub(crate) fn promote(&mut self, pos: u32, now: u64) -> bool {
+        if self.is_closed(pos) {
+            // Re-admitted: from here on it is an established flow again.
+            self.closed -= 1;
+            if let Some(h) = self.buckets.get_mut(pos) {
+                h.set_stage(Stage::Established);
+            }
+        }
         if self.est.len >= self.max_flows {
             let tail = self.est.tail;
             match self.buckets.get(tail).map(Hot::active) {
@@ -578,6 +663,9 @@ impl Table {
         if self.buckets.get(pos).is_none() {
             return;
         }
+        if self.is_closed(pos) {
+            self.closed -= 1;
+        }
         if self.oldest_active == pos {
             self.oldest_active = self.cold_at(pos).map_or(NIL, |c| c.prev);
         }
@@ -635,10 +723,12 @@ impl Table {
                         next = next.min(due);
                         break;
                     }
+                    let was_closed = self.is_closed(tail);
                     self.remove(tail);
                     match which {
                         Which::Established => self.counters.expired += 1,
-                        Which::HalfOpen => self.counters.expired_half_open += 1,
+                        Which::HalfOpen if !was_closed => self.counters.expired_half_open += 1,
+                        Which::HalfOpen => {}
                     }
                 }
             }
@@ -646,65 +736,10 @@ impl Table {
         }
         self.next_check = self.next_deadline.min(self.epoch_end);
     }
-
-    /// Walks both lists and recounts everything (tests only): the links
-    /// agree with the lengths, every entry is found where it is, the lists
-    /// are in order, the active flows are exactly a prefix of the
-    /// established list ending at `oldest_active`, the per-class counts
-    /// and shares match, and the index is within its bounds.
-    #[cfg(test)]
-    pub(crate) fn check(&self) {
-        let mut per_class = vec![0u32; self.classes.len()];
-        for (w, l) in [(Which::HalfOpen, self.half), (Which::Established, self.est)] {
-            let (mut i, mut prev, mut n) = (l.head, NIL, 0);
-            let mut seen_inactive = false;
-            let mut last_active = NIL;
-            let mut moved = u64::MAX;
-            while i != NIL {
-                let h = self.buckets.get(i).expect("listed entries are live");
-                let c = &self.cold[i as usize];
-                assert_eq!(self.buckets.probe(c.fp), Probe::Found(i));
-                assert_eq!(c.which, w);
-                assert_eq!(c.prev, prev);
-                assert!(c.moved <= moved, "list out of order");
-                moved = c.moved;
-                if w == Which::Established {
-                    assert_eq!(h.stage(), Stage::Established);
-                    if h.active() {
-                        assert!(!seen_inactive, "active flow after an inactive one");
-                        per_class[usize::from(h.class)] += 1;
-                        last_active = i;
-                    } else {
-                        seen_inactive = true;
-                    }
-                } else {
-                    assert!(!h.active());
-                    assert_ne!(h.stage(), Stage::Established);
-                }
-                prev = i;
-                i = c.next;
-                n += 1;
-            }
-            assert_eq!(l.tail, prev);
-            assert_eq!(l.len, n);
-            if w == Which::Established {
-                assert_eq!(self.oldest_active, last_active);
-            }
-        }
-        for (c, &n) in self.classes.iter().zip(&per_class) {
-            assert_eq!(c.active, n);
-            assert_eq!(c.per_flow, c.rate.map(|r| r / f64::from(n.max(1))));
-        }
-        assert_eq!(self.buckets.live(), self.half.len + self.est.len);
-        assert!(self.half.len <= self.max_half_open && self.est.len <= self.max_flows);
-        assert!(self.buckets.bucket_count() <= self.max_buckets);
-        assert_eq!(self.cold.len(), self.buckets.capacity());
-        if self.active() > 0 {
-            assert!(self.next_deadline < u64::MAX);
-        }
-        assert!(self.next_check <= self.epoch_end && self.next_check <= self.next_deadline);
-    }
 }
+
+#[cfg(test)]
+mod check;
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,12 @@ pub(super) fn encode(enc: &mut DescriptorEncoder<'_>, rwm: Option<&RwmStats>) ->
         "Handshakes in progress RWM tracks",
         s.half_open,
     )?;
+    plain_gauge(
+        enc,
+        "ka_router_rwm_closed_kept",
+        "Connections closed by RST or FIN kept so that one that goes on sending is modulated again",
+        s.closed_kept,
+    )?;
     counter(
         enc,
         "ka_router_rwm_windows_rewritten",
@@ -87,8 +93,18 @@ pub(super) fn encode(enc: &mut DescriptorEncoder<'_>, rwm: Option<&RwmStats>) ->
         ),
         (
             "ka_router_rwm_flows_closed",
-            "Connections removed on RST or after both FINs",
+            "Connections that left modulation on an accepted RST or after both FINs",
             s.closed,
+        ),
+        (
+            "ka_router_rwm_rst_fin_rejected",
+            "RST and FIN segments ignored because the receiver would not accept them (bad TCP checksum or sequence number outside the inferred window)",
+            s.rst_fin_rejected,
+        ),
+        (
+            "ka_router_rwm_flows_readmitted",
+            "Closed connections modulated again because they went on sending data",
+            s.readmitted,
         ),
         (
             "ka_router_rwm_flows_expired",
@@ -126,6 +142,7 @@ mod tests {
             flows: 4,
             windows_rewritten: [0, 1234],
             evicted: 2,
+            rst_fin_rejected: 3,
             ..Default::default()
         }));
         let text = encode_metrics(&s);
@@ -134,6 +151,7 @@ mod tests {
             "ka_router_rwm_windows_rewritten_total{direction=\"reverse\"} 1234",
             "ka_router_rwm_windows_rewritten_total{direction=\"forward\"} 0",
             "ka_router_rwm_flows_evicted_total 2",
+            "ka_router_rwm_rst_fin_rejected_total 3",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

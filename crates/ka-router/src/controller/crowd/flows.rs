@@ -59,6 +59,8 @@ pub(super) struct Flow {
     pub last: Duration,
     /// The last rate stamped for it (B/ms), or `f64::INFINITY`.
     pub told: f64,
+    /// It has sent data (or was first seen with data).
+    pub sent: bool,
 }
 
 /// Totals over the followed connections.
@@ -139,6 +141,7 @@ impl Flow {
             phase,
             last: now,
             told: f64::INFINITY,
+            sent: matches!(phase, Phase::Active(_)),
         }
     }
 }

@@ -268,3 +268,100 @@ fn kappa_stays_at_one_on_a_full_link_and_rises_on_an_idle_one() {
     }
     assert!(c.rate() > 1.1 * fair, "{}", c.rate());
 }
+
+/// Dead SYN `n` of a stream (a four-tuple of its own, never data).
+fn dead_syn(n: u32) -> PacketInfo {
+    let mut p = syn(0);
+    if let Some(t) = p.tcp.as_mut() {
+        t.flow = FlowKey {
+            sport: n as u16,
+            dport: 1_000 + (n >> 16) as u16,
+            ..FlowKey::default()
+        };
+    }
+    p
+}
+
+/// When [`active_under_syns`]'s newcomer sends its SYN (interval index:
+/// 10 s into the stream).
+const NEWCOMER_AT: u32 = 1000;
+
+/// Flow 1 active, then 20 s of 10 ms intervals, flow 1 sending at what it
+/// is told (a data packet of it each interval); `syns` SYNs per interval,
+/// each of a four-tuple of its own that never sends data, granted a rate
+/// at the SYN if `native` (RCP's carrier stamps the SYN; KA's stamps the
+/// first data). With `newcomer`, a real flow 2 sends its SYN 10 s in and
+/// data from 100 ms later. Returns the rates flow 1 was given per
+/// interval, and flow 2's first and last.
+fn active_under_syns(syns: u32, native: bool, newcomer: bool) -> (Vec<f64>, Option<(f64, f64)>) {
+    let mut c = crowd(DEFAULT_CAUTION);
+    let t0 = Duration::from_secs(1);
+    c.on_packet(t0, &syn(1));
+    c.on_packet(t0 + 100 * MS, &data(1));
+    c.rate_for(t0 + 100 * MS, &data(1));
+    let mut n = 0u32;
+    let mut rates = Vec::new();
+    let (mut g2, mut r2) = (None, 0.0);
+    for k in 0..2000u32 {
+        let t = t0 + 200 * MS + 10 * MS * k;
+        for j in 0..syns {
+            let at = t + Duration::from_micros(u64::from(10_000 * j / syns.max(1)));
+            let p = dead_syn(n);
+            c.on_packet(at, &p);
+            if native {
+                c.rate_for(at, &p);
+            }
+            n += 1;
+        }
+        let f2 = k.checked_sub(NEWCOMER_AT).filter(|_| newcomer);
+        if f2 == Some(0) {
+            c.on_packet(t, &syn(2));
+            if native {
+                g2 = Some(c.rate_for(t, &syn(2)));
+            }
+        }
+        // The flows send at what they were told.
+        let y = rates.last().copied().unwrap_or(C) + r2;
+        c.on_interval(&interval(y));
+        c.on_packet(t + 10 * MS, &data(1));
+        rates.push(c.rate_for(t + 10 * MS, &data(1)));
+        if f2.is_some_and(|i| i >= 10) {
+            c.on_packet(t + 10 * MS, &data(2));
+            r2 = c.rate_for(t + 10 * MS, &data(2));
+            g2.get_or_insert(r2);
+        }
+    }
+    (rates, g2.map(|g| (g, r2)))
+}
+
+#[test]
+fn a_syn_stream_takes_a_bounded_share_from_an_active_flow() {
+    // 1000 SYN/s that never send data, for 20 s. With grants at the SYN
+    // (native), the stream's first seconds cost more: until its SYNs have
+    // gone unanswered by data for a while, their grants look like real
+    // newcomers' (see the module docs, "SYN streams").
+    for (native, from) in [(false, 100), (true, 500)] {
+        let calm = *active_under_syns(0, native, false).0.last().unwrap();
+        assert!(calm > 0.9 * C, "alone, flow 1 has the link: {calm}");
+        let rates = active_under_syns(10, native, false).0;
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        let worst = rates[from..].iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(mean >= 0.9 * calm, "native {native}: mean {mean} of {calm}");
+        assert!(worst >= 0.9 * calm, "native {native}: {worst} of {calm}");
+    }
+}
+
+#[test]
+fn a_real_newcomer_still_gets_its_share_during_a_syn_stream() {
+    for native in [false, true] {
+        let (rates, newcomer) = active_under_syns(10, native, true);
+        let (g, end) = newcomer.unwrap();
+        let r1 = *rates.last().unwrap();
+        assert!(g >= 0.4 * C, "native {native}: grant {g}");
+        assert!(
+            (r1 - end).abs() <= 0.1 * C,
+            "native {native}: {r1} vs {end}"
+        );
+        assert!(r1 + end >= 0.9 * C, "native {native}: {r1} + {end}");
+    }
+}

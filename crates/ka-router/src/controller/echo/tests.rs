@@ -230,3 +230,144 @@ fn bad_knobs_are_refused_or_clamped() {
     assert_eq!(e.config().target, EchoConfig::default().target);
     assert_eq!(e.config().max_flows, 1);
 }
+
+/// Dead SYN `n` of a stream (a four-tuple of its own, never data).
+fn dead_syn(n: u32) -> PacketInfo {
+    let mut p = syn(0);
+    if let Some(t) = p.tcp.as_mut() {
+        t.flow = FlowKey {
+            sport: n as u16,
+            dport: 1_000 + (n >> 16) as u16,
+            ..FlowKey::default()
+        };
+    }
+    p
+}
+
+/// What [`settled_under_syns`] saw.
+struct SynRun {
+    /// The rate flow 1's echoes carried, per interval.
+    rates: Vec<f64>,
+    /// Flow 2's grant at its start and its rate at the end, if it came.
+    newcomer: Option<(f64, f64)>,
+}
+
+/// When [`settled_under_syns`]'s newcomer sends its SYN (interval index:
+/// 10 s into the stream).
+const NEWCOMER_AT: u32 = 1000;
+
+/// Flow 1 settled, then 20 s of 10 ms intervals, flow 1 sending at what it
+/// is told (its data echoed each interval); `syns` SYNs per interval, each
+/// of a four-tuple of its own that never sends data (their SYN-ACKs pass
+/// back if `answered`). With `newcomer`, a real flow 2 opens 10 s in
+/// (SYN, SYN-ACK 50 ms later, data at 100 ms, its echo at 200 ms) and
+/// then sends at what it is told.
+fn settled_under_syns(syns: u32, answered: bool, newcomer: bool) -> SynRun {
+    let mut e = echo();
+    open(&mut e, 1, T0);
+    settle(&mut e, 1, T0 + 300 * MS);
+    let mut n = 0u32;
+    let mut rates = Vec::new();
+    let (mut g2, mut r2) = (None, 0.0);
+    for k in 0..2000u32 {
+        let t = T0 + 300 * MS + 10 * MS * k;
+        for j in 0..syns {
+            let at = t + Duration::from_micros(u64::from(10_000 * j / syns.max(1)));
+            let p = dead_syn(n);
+            e.on_packet(at, &p);
+            e.rate_for(at, &p);
+            if answered && let Some(tcp) = p.tcp {
+                e.on_reverse(at + 50 * MS, &tcp.flow, None);
+            }
+            n += 1;
+        }
+        let f2 = k.checked_sub(NEWCOMER_AT).filter(|_| newcomer);
+        match f2 {
+            Some(0) => e.on_packet(t, &syn(2)),
+            Some(5) => assert_eq!(e.on_reverse(t, &key(2), None), None),
+            Some(10) => e.on_packet(t, &data(2)),
+            _ => {}
+        }
+        // The flows send at what they were told.
+        let y = rates.last().copied().unwrap_or(C) + r2;
+        e.on_interval(&interval(y));
+        e.on_packet(t + 10 * MS, &data(1));
+        rates.push(e.on_reverse(t + 10 * MS, &key(1), Some(HI)).unwrap());
+        if let Some(i) = f2.filter(|&i| i >= 20) {
+            e.on_packet(t + 10 * MS, &data(2));
+            r2 = e.on_reverse(t + 10 * MS, &key(2), Some(HI)).unwrap();
+            if i == 20 {
+                g2 = Some(r2);
+            }
+        }
+    }
+    SynRun {
+        rates,
+        newcomer: g2.map(|g| (g, r2)),
+    }
+}
+
+#[test]
+fn a_syn_stream_takes_a_bounded_share_from_a_settled_flow() {
+    // 1000 SYN/s that never send data, for 20 s.
+    let calm = *settled_under_syns(0, false, false).rates.last().unwrap();
+    assert!(calm > 0.9 * C, "alone, flow 1 has the link: {calm}");
+    for answered in [false, true] {
+        let rates = settled_under_syns(10, answered, false).rates;
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        // The first 3d (here 300 ms) of a stream look like a flash crowd.
+        let worst = rates[100..].iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            mean >= 0.9 * calm,
+            "answered {answered}: mean {mean} of {calm}"
+        );
+        assert!(
+            worst >= 0.9 * calm,
+            "answered {answered}: {worst} of {calm}"
+        );
+    }
+}
+
+#[test]
+fn a_real_newcomer_still_starts_at_its_share_during_a_syn_stream() {
+    for answered in [false, true] {
+        let run = settled_under_syns(10, answered, true);
+        let (g, end) = run.newcomer.unwrap();
+        let r1 = *run.rates.last().unwrap();
+        // Its first echo gives it about half the link, and flow 1 makes
+        // room at once; they end sharing it.
+        assert!(g >= 0.4 * C, "answered {answered}: grant {g}");
+        let made_room = run.rates[(NEWCOMER_AT + 21) as usize];
+        assert!(made_room <= 0.6 * C, "answered {answered}: {made_room}");
+        assert!(
+            (r1 - end).abs() <= 0.1 * C,
+            "answered {answered}: {r1} vs {end}"
+        );
+        assert!(r1 + end >= 0.9 * C, "answered {answered}: {r1} + {end}");
+    }
+}
+
+#[test]
+fn the_syn_yield_learns_from_what_announced_connections_do() {
+    let mut e = echo();
+    // Ten short connections whose only data rides on their FIN: all sent
+    // data, so ρ stays exactly 1 (nothing changes for real traffic).
+    for i in 0..10 {
+        e.on_packet(T0, &syn(i));
+        e.on_packet(
+            T0 + 100 * MS,
+            &crate::controller::test_packets::pkt(i, false, true, 500),
+        );
+    }
+    assert_eq!(e.core.syn_yield(), 1.0);
+    // Ten SYNs that never send data expire after 3d: ρ ≈ 11/21.
+    for n in 0..10 {
+        e.on_packet(T0 + 200 * MS, &dead_syn(n));
+    }
+    for _ in 0..60 {
+        e.on_interval(&interval(0.0));
+    }
+    assert_eq!(e.followed(), 0);
+    let rho = e.core.syn_yield();
+    assert!((0.45..0.6).contains(&rho), "{rho}");
+}

@@ -706,4 +706,5 @@ fn config_validation() {
     assert!(Rwm::new(c, Instant::now()).is_err());
 }
 
+mod accept;
 mod props;
