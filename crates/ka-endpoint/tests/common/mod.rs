@@ -201,6 +201,9 @@ pub struct Impair {
     /// Probability that a packet gets `reorder_extra` more delay.
     pub reorder: f64,
     pub reorder_extra: Duration,
+    /// `(k, extra)`: the k-th packet (from 0) longer than 1000 bytes that
+    /// enters this link gets `extra` more delay (one reordering on demand).
+    pub late_data: Vec<(u64, Duration)>,
     /// Drop everything sent in these windows (offsets from the start).
     pub blackouts: Vec<(Duration, Duration)>,
 }
@@ -209,6 +212,10 @@ pub struct Path {
     pub hops: Vec<Hop>,
     pub impair: Impair,
     next_free: Option<Instant>,
+    /// Packets longer than 1000 bytes that entered the link so far.
+    pub data_entered: u64,
+    /// Packets the link delayed by `reorder_extra` or `late_data`.
+    pub reordered: u64,
 }
 
 impl Path {
@@ -220,6 +227,8 @@ impl Path {
                 ..Impair::default()
             },
             next_free: None,
+            data_entered: 0,
+            reordered: 0,
         }
     }
 }
@@ -542,6 +551,15 @@ impl Net {
         at += imp.delay;
         if self.rng.chance(imp.reorder) {
             at += imp.reorder_extra;
+            path.reordered += 1;
+        }
+        if pkt.len() > 1000 {
+            let k = path.data_entered;
+            path.data_entered += 1;
+            if let Some((_, extra)) = imp.late_data.iter().find(|(n, _)| *n == k) {
+                at += *extra;
+                path.reordered += 1;
+            }
         }
         let to = match from {
             Side::A => Side::B,
