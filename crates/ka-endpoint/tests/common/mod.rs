@@ -201,6 +201,9 @@ pub struct Impair {
     /// Probability that a packet gets `reorder_extra` more delay.
     pub reorder: f64,
     pub reorder_extra: Duration,
+    /// A reordered packet skips `delay` instead (leaves at once, ahead of
+    /// everything in the delay line, as ka-router's impairment stage does).
+    pub reorder_early: bool,
     /// `(k, extra)`: the k-th packet (from 0) longer than 1000 bytes that
     /// enters this link gets `extra` more delay (one reordering on demand).
     pub late_data: Vec<(u64, Duration)>,
@@ -548,10 +551,13 @@ impl Net {
             path.next_free = Some(start + tx);
             at = start + tx;
         }
-        at += imp.delay;
         if self.rng.chance(imp.reorder) {
-            at += imp.reorder_extra;
+            if !imp.reorder_early {
+                at += imp.delay + imp.reorder_extra;
+            }
             path.reordered += 1;
+        } else {
+            at += imp.delay;
         }
         if pkt.len() > 1000 {
             let k = path.data_entered;
