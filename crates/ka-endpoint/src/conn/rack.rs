@@ -54,9 +54,6 @@ pub(super) const DUP_THRESH: usize = 3;
 /// (RFC 8985 §6.2 step 4).
 const REO_WND_PERSIST: u8 = 16;
 
-/// Upper bound of `reo_wnd_mult` (the window is capped at srtt anyway).
-const REO_WND_MULT_MAX: u32 = 64;
-
 /// RACK per-connection state (RFC 8985 §6.1).
 #[derive(Debug, Clone)]
 pub(super) struct RackState {
@@ -152,7 +149,7 @@ impl Connection {
             self.rack.reordering_seen = true;
             if self.rack.dsack_round.is_none() {
                 self.rack.dsack_round = Some(self.snd_nxt);
-                self.rack.reo_wnd_mult = (self.rack.reo_wnd_mult + 1).min(REO_WND_MULT_MAX);
+                self.rack.reo_wnd_mult = self.rack.reo_wnd_mult.saturating_add(1);
                 self.rack.reo_wnd_persist = REO_WND_PERSIST;
             }
         }
