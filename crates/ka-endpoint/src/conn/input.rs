@@ -298,6 +298,7 @@ impl Connection {
                     matches!(blocks.get(1), Some(&(Some(l2), Some(r2))) if l >= l2 && r <= r2);
                 if l < r && (r <= ack || in_second) {
                     dsack = true;
+                    self.rack_on_dsack(l, r);
                     self.stats.spurious_retransmits += 1;
                     self.stats.spurious_bytes += r - l;
                 }

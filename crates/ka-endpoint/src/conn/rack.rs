@@ -44,6 +44,7 @@
 //! (only the min-RTT check is made, as Linux does).
 
 use super::Connection;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// RFC 6675 DupThresh: segments SACKed above a hole before, with no
@@ -53,6 +54,9 @@ pub(super) const DUP_THRESH: usize = 3;
 /// Recoveries without a DSACK after which `reo_wnd_mult` goes back to 1
 /// (RFC 8985 §6.2 step 4).
 const REO_WND_PERSIST: u8 = 16;
+
+/// Segments RACK marked lost that are remembered for matching DSACKs.
+const MARKS_KEPT: usize = 64;
 
 /// RACK per-connection state (RFC 8985 §6.1).
 #[derive(Debug, Clone)]
@@ -75,6 +79,14 @@ pub(super) struct RackState {
     dsack_round: Option<u64>,
     /// When the RACK timer fires.
     pub timer: Option<Instant>,
+    /// The reordering a DSACK proved (see the module docs): the largest
+    /// send-time gap to the RACK segment of a segment marked lost whose
+    /// original then arrived, plus a quarter.
+    pub reo_extent: Duration,
+    /// The last segments marked lost: `(start, end, gap)`.
+    marks: VecDeque<(u64, u64, Duration)>,
+    /// Scratch for [`Scoreboard::rack_detect`](super::send::Scoreboard::rack_detect).
+    marked: Vec<(u64, u64, Duration)>,
 }
 
 impl Default for RackState {
@@ -89,6 +101,9 @@ impl Default for RackState {
             reo_wnd_persist: 0,
             dsack_round: None,
             timer: None,
+            reo_extent: Duration::ZERO,
+            marks: VecDeque::new(),
+            marked: Vec::new(),
         }
     }
 }
@@ -99,6 +114,7 @@ impl RackState {
         self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
         if self.reo_wnd_persist == 0 {
             self.reo_wnd_mult = 1;
+            self.reo_extent = Duration::ZERO;
         }
     }
 }
@@ -140,6 +156,14 @@ impl Connection {
         }
     }
 
+    /// A DSACK reported `[l, r)` twice: if RACK had marked it lost, the
+    /// window was too small by at least the gap it was marked with.
+    pub(super) fn rack_on_dsack(&mut self, l: u64, r: u64) {
+        if let Some(&(_, _, gap)) = self.rack.marks.iter().rev().find(|m| m.0 < r && l < m.1) {
+            self.rack.reo_extent = self.rack.reo_extent.max(gap + gap / 4);
+        }
+    }
+
     /// Step 4 after an ACK (`dsack`: it carried a DSACK block).
     pub(super) fn rack_update_reo_wnd(&mut self, dsack: bool) {
         if self.rack.dsack_round.is_some_and(|r| self.snd_una >= r) {
@@ -168,6 +192,7 @@ impl Connection {
         let min_rtt = self.rtt.min_rtt().unwrap_or(srtt);
         (min_rtt / 4)
             .saturating_mul(self.rack.reo_wnd_mult)
+            .max(self.rack.reo_extent)
             .min(srtt)
     }
 
@@ -180,8 +205,18 @@ impl Connection {
             return false;
         };
         let wait = self.rack.rtt.saturating_add(self.rack_reo_wnd());
-        let (newly, pending) = self.sb.rack_detect(now, xmit_ts, self.rack.end_seq, wait);
+        let mut marked = std::mem::take(&mut self.rack.marked);
+        let (newly, pending) =
+            self.sb
+                .rack_detect(now, xmit_ts, self.rack.end_seq, wait, &mut marked);
         self.rack.timer = pending.map(|p| now + p);
+        for m in marked.drain(..) {
+            if self.rack.marks.len() >= MARKS_KEPT {
+                self.rack.marks.pop_front();
+            }
+            self.rack.marks.push_back(m);
+        }
+        self.rack.marked = marked;
         newly > 0
     }
 }

@@ -227,12 +227,16 @@ impl Scoreboard {
     /// the RACK segment: first transmissions go out in sequence order, so
     /// every entry above it (first sent later still, and retransmitted
     /// later again) was sent after the RACK segment too.
+    ///
+    /// Each entry marked is appended to `marked` as `(start, end, gap)`,
+    /// `gap` being how much earlier than the RACK segment it was sent.
     pub fn rack_detect(
         &mut self,
         now: Instant,
         rack_sent: Instant,
         rack_end: u64,
         wait: std::time::Duration,
+        marked: &mut Vec<(u64, u64, std::time::Duration)>,
     ) -> (u64, Option<std::time::Duration>) {
         let mut newly = 0;
         let mut pending: Option<std::time::Duration> = None;
@@ -251,6 +255,7 @@ impl Scoreboard {
             if deadline <= now {
                 s.lost = true;
                 newly += s.len();
+                marked.push((s.start, s.end, rack_sent.saturating_duration_since(s.sent)));
                 self.reports.push(SegReport {
                     sent: s.sent,
                     bytes: s.len(),
@@ -580,24 +585,26 @@ mod tests {
         // but ends higher, so the two below the SACKed ones were sent
         // before it; the last one (501..601) was not
         let ms = std::time::Duration::from_millis;
-        let (lost, left) = sb.rack_detect(t + ms(4), t, 501, ms(5));
+        let mut m = Vec::new();
+        let (lost, left) = sb.rack_detect(t + ms(4), t, 501, ms(5), &mut m);
         assert_eq!((lost, left), (0, Some(ms(1))), "inside the window");
-        let (lost, left) = sb.rack_detect(t + ms(5), t, 501, ms(5));
+        let (lost, left) = sb.rack_detect(t + ms(5), t, 501, ms(5), &mut m);
         assert_eq!((lost, left), (200, None)); // segs 1..101 and 101..201
+        assert_eq!(m, vec![(1, 101, ms(0)), (101, 201, ms(0))]);
         assert_eq!(sb.pipe(), 100); // only the last one
         assert_eq!(sb.next_lost(), Some(0));
         sb.on_retransmit(0, t + ms(6), true);
         assert_eq!(sb.pipe(), 200);
         // the retransmission was sent after the RACK segment: not lost
-        assert_eq!(sb.rack_detect(t + ms(20), t, 501, ms(5)), (0, None));
+        assert_eq!(sb.rack_detect(t + ms(20), t, 501, ms(5), &mut m), (0, None));
         // a delivery sent after it (and after the last segment) makes the
         // last one lost at once, the retransmission once its window ends
         assert_eq!(
-            sb.rack_detect(t + ms(8), t + ms(7), 701, ms(5)),
+            sb.rack_detect(t + ms(8), t + ms(7), 701, ms(5), &mut m),
             (100, Some(ms(3)))
         );
         assert_eq!(
-            sb.rack_detect(t + ms(11), t + ms(7), 701, ms(5)),
+            sb.rack_detect(t + ms(11), t + ms(7), 701, ms(5), &mut m),
             (100, None)
         );
         sb.on_retransmit(0, t + ms(12), true);
@@ -628,7 +635,7 @@ mod tests {
         // three SACKed, then the two below them deemed lost
         sb.sack(201, 501);
         assert_eq!(fates(&mut sb), vec![(100, acked); 3]);
-        sb.rack_detect(t2, t, 501, std::time::Duration::ZERO);
+        sb.rack_detect(t2, t, 501, std::time::Duration::ZERO, &mut Vec::new());
         assert_eq!(fates(&mut sb), vec![(100, SegFate::Lost); 2]);
         assert!(fates(&mut sb).is_empty(), "drained");
         // the first is retransmitted, then cumulatively acknowledged with
