@@ -22,7 +22,12 @@
 //!   alone ignores).
 //! * `reo_wnd = min(reo_wnd_mult · min_rtt / 4, srtt)` (step 4); each
 //!   round trip that brings a DSACK raises `reo_wnd_mult` by one, and 16
-//!   recoveries without a DSACK reset it to 1. Before any reordering has
+//!   recoveries without a DSACK reset it to 1. Beyond the RFC, a DSACK for
+//!   a segment RACK marked lost raises the window to at least 5/4 of the
+//!   send-time gap to the RACK segment it was marked by (`reo_extent`):
+//!   that much reordering is proved, and on a jittery path (min_rtt near
+//!   0) the `min_rtt/4` steps would take hundreds of rounds to get there.
+//!   Before any reordering has
 //!   been seen the window is 0 in recovery or once [`DUP_THRESH`] segments
 //!   are SACKed (the RFC's SHOULD, which makes a path without reordering
 //!   recover as fast as with duplicate-ACK counting) — except in KA mode,
