@@ -20,7 +20,10 @@
 //!   retransmission was not needed, so the original was late (delivered
 //!   by its original transmission after being retransmitted, which step 3
 //!   alone ignores).
-//! * `reo_wnd = min(reo_wnd_mult · min_rtt / 4, srtt)` (step 4); each
+//! * `reo_wnd = min(reo_wnd_mult · min_rtt / 4, srtt + 4·rttvar)` (step
+//!   4; the RFC caps it at srtt, but RACK.rtt is the RTT of the latest
+//!   delivery, and on a path whose RTT spreads wider than srtt — jitter —
+//!   such a window cannot cover the spread; DESIGN §6.9 "Cap"); each
 //!   round trip that brings a DSACK raises `reo_wnd_mult` by one, and 16
 //!   recoveries without a DSACK reset it to 1. Beyond the RFC, a DSACK for
 //!   a segment RACK marked lost raises the window to at least 5/4 of the
@@ -198,7 +201,7 @@ impl Connection {
         (min_rtt / 4)
             .saturating_mul(self.rack.reo_wnd_mult)
             .max(self.rack.reo_extent)
-            .min(srtt)
+            .min(srtt + 4 * self.rtt.rttvar())
     }
 
     /// Step 5: marks the segments RACK deems lost and (re)arms the RACK
