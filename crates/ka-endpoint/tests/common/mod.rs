@@ -201,6 +201,12 @@ pub struct Impair {
     /// Probability that a packet gets `reorder_extra` more delay.
     pub reorder: f64,
     pub reorder_extra: Duration,
+    /// A reordered packet skips `delay` instead (leaves at once, ahead of
+    /// everything in the delay line, as ka-router's impairment stage does).
+    pub reorder_early: bool,
+    /// `(k, extra)`: the k-th packet (from 0) longer than 1000 bytes that
+    /// enters this link gets `extra` more delay (one reordering on demand).
+    pub late_data: Vec<(u64, Duration)>,
     /// Drop everything sent in these windows (offsets from the start).
     pub blackouts: Vec<(Duration, Duration)>,
 }
@@ -209,6 +215,10 @@ pub struct Path {
     pub hops: Vec<Hop>,
     pub impair: Impair,
     next_free: Option<Instant>,
+    /// Packets longer than 1000 bytes that entered the link so far.
+    pub data_entered: u64,
+    /// Packets the link delayed by `reorder_extra` or `late_data`.
+    pub reordered: u64,
 }
 
 impl Path {
@@ -220,6 +230,8 @@ impl Path {
                 ..Impair::default()
             },
             next_free: None,
+            data_entered: 0,
+            reordered: 0,
         }
     }
 }
@@ -539,9 +551,21 @@ impl Net {
             path.next_free = Some(start + tx);
             at = start + tx;
         }
-        at += imp.delay;
         if self.rng.chance(imp.reorder) {
-            at += imp.reorder_extra;
+            if !imp.reorder_early {
+                at += imp.delay + imp.reorder_extra;
+            }
+            path.reordered += 1;
+        } else {
+            at += imp.delay;
+        }
+        if pkt.len() > 1000 {
+            let k = path.data_entered;
+            path.data_entered += 1;
+            if let Some((_, extra)) = imp.late_data.iter().find(|(n, _)| *n == k) {
+                at += *extra;
+                path.reordered += 1;
+            }
         }
         let to = match from {
             Side::A => Side::B,
