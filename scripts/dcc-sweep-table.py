@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Table of the DCC sweep (crates/ka-sim/scenarios/dcc-sweep-{lccp,tcp}.toml).
 
-Usage: python3 scripts/dcc-sweep-table.py OUT [--csv FILE]
+Usage: python3 scripts/dcc-sweep-table.py OUT [--csv FILE] [--feedback direct,ack]
 
 OUT holds the two sweeps' output directories, OUT/lccp and OUT/tcp (run by
 `ka-sim sweep ... --out OUT/lccp` and `--out OUT/tcp`). For every grid
 point (all axes but the seed) it pairs LCCP's and TCP's runs by seed (the
-same arrival times) and prints one Markdown row: the mean FCTs, the mean
+same arrival times) and prints one Markdown row per LCCP feedback channel: the mean FCTs, the mean
 per-seed gain g = (T - L)/T with its 95 % confidence interval (Student's
 t), TCP's retransmission timeouts per run and the middle link's idle time
 while flows wait (both schemes), and whether the seed's "30% to 40%
@@ -47,7 +47,8 @@ def load(d):
         h = summ.get("headline") or {}
         key = (int(row["packet_bytes"]), row["tcp.profile"],
                2 * float(row["topology.middle_delay_ms"]) + 4,
-               int(row["topology.middle_queue_pkts"]))
+               int(row["topology.middle_queue_pkts"]),
+               row.get("topology.feedback", "direct"))
         out[key][int(row["seed"])] = {
             "fct": float(row["mean_fct_s"]) if row["mean_fct_s"] else math.nan,
             "done": int(row["completed"]) == int(row["flows"]),
@@ -74,19 +75,24 @@ def main():
         sys.exit(__doc__)
     out = Path(args[0])
     csv_path = args[args.index("--csv") + 1] if "--csv" in args else None
+    feedbacks = (args[args.index("--feedback") + 1].split(",") if "--feedback" in args
+                 else ["direct", "ack"])
     lccp, tcp = load(out / "lccp"), load(out / "tcp")
     rows = []
-    for key in sorted(set(lccp) & set(tcp)):
-        pkt, prof, rtt, buf = key
-        seeds = sorted(set(lccp[key]) & set(tcp[key]))
+    tcp = {k[:4]: v for k, v in tcp.items()}
+    for key in sorted(k for k in lccp if k[:4] in tcp):
+        pkt, prof, rtt, buf, feedback = key
+        if feedback not in feedbacks:
+            continue
+        seeds = sorted(set(lccp[key]) & set(tcp[key[:4]]))
         L = [lccp[key][s] for s in seeds]
-        T = [tcp[key][s] for s in seeds]
+        T = [tcp[key[:4]][s] for s in seeds]
         g = [(t["fct"] - l["fct"]) / t["fct"] for l, t in zip(L, T)]
         m, h = mean_ci(g)
         bdp = rtt * 1e-3 * 1e6 / 8 / pkt
         avg = lambda xs, k: sum(x[k] for x in xs) / len(xs)
         rows.append({
-            "pkt": pkt, "profile": prof, "rtt_ms": rtt, "buf_pkts": buf,
+            "feedback": feedback, "pkt": pkt, "profile": prof, "rtt_ms": rtt, "buf_pkts": buf,
             "buf_bdp": buf / bdp, "seeds": len(seeds),
             "tcp_fct": avg(T, "fct"), "lccp_fct": avg(L, "fct"),
             "gain": m, "gain_ci": h, "tcp_rtos": avg(T, "rtos"),
@@ -95,11 +101,11 @@ def main():
             "all_done": all(x["done"] for x in L + T),
             "verdict": verdict(m, h),
         })
-    print("| pkt | TCP | RTT ms | buffer pkts (BDP) | seeds | TCP FCT s | LCCP FCT s "
+    print("| LCCP feedback | pkt | TCP | RTT ms | buffer pkts (BDP) | seeds | TCP FCT s | LCCP FCT s "
           "| gain % [95 % CI] | TCP RTOs/run | idle s TCP / LCCP | 30-40 %? |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['pkt']} | {r['profile']} | {r['rtt_ms']:.0f} | {r['buf_pkts']} "
+        print(f"| {r['feedback']} | {r['pkt']} | {r['profile']} | {r['rtt_ms']:.0f} | {r['buf_pkts']} "
               f"({r['buf_bdp']:.1f}) | {r['seeds']}{'' if r['all_done'] else '*'} "
               f"| {r['tcp_fct']:.2f} | {r['lccp_fct']:.2f} "
               f"| {100 * r['gain']:.1f} [{100 * (r['gain'] - r['gain_ci']):.1f}, "

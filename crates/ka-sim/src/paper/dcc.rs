@@ -267,10 +267,14 @@ impl Experiment for Dcc {
         }
     }
 
+    /// `dcc-fig2`: each variant's seed and feedback channel; the
+    /// scenario's name is the experiment's (the `dcc-fig2-*.toml` files of
+    /// `dcc-fig2-modern` are named `dcc-fig2`).
     fn prepare(&self, variant: &str, scenario: &mut crate::scenario::Scenario) {
         if *self == Dcc::Fig2 {
             super::dcc_seeds::prepare(variant, scenario);
         }
+        scenario.name = self.name().to_string();
     }
 
     fn headline(&self, r: &RunResult) -> Value {

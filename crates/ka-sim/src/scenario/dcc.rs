@@ -133,7 +133,7 @@
 //! 0.05·C, the queue at the end of the interval) suit the paper's 150
 //! Mbit/s. On a 1 Mbit/s aggregate one new host's initial window (10
 //! packets) is 120 ms of queue, and β·q/d then drives R down by an order of
-//! magnitude at every arrival: in `dcc-fig2` (seed 1) the middlebox
+//! magnitude at every arrival: in `dcc-fig2-modern` (seed 1) the middlebox
 //! dropped 186 packets, hosts spent 95 % of their time back in TCP mode
 //! and the mean FCT was 6.1 s. So the aggregate ports take, unless the
 //! scenario's `[router]` table moves them from the router's defaults: α = 0.4 and β = 0.226 (the gains
