@@ -141,6 +141,8 @@ pub fn run_result(
             // The real run's endpoints report time in KA mode, not when
             // they first entered it.
             ka_first: None,
+            // The real run's endpoints do not report their timeouts.
+            rtos: 0,
             path: PathInfo {
                 base_rtt: (d.rtt_ms * 1e6).round() as u64,
                 bottleneck_bps: capacity_bps,

@@ -324,3 +324,40 @@ fn dcc_scenarios_are_checked() {
     assert!(udp("cbr_mbps = 0.5").is_ok());
     assert!(base("", "cbr_mbps = 0.5").is_err());
 }
+
+/// LCCP's direct feedback channel (`feedback = "direct"`, DESIGN §5.3):
+/// the middlebox writes its rate into the echoes of the ACKs it forwards
+/// to its hosts, and only then; the hosts still get the SLA's rate. It
+/// needs LCCP in the local segment.
+#[test]
+fn direct_feedback_writes_the_echoes_at_the_middlebox() {
+    let mut lowered = Vec::new();
+    for feedback in ["ack", "direct"] {
+        let r = run(&dcc(
+            "direct",
+            10.0,
+            &format!(
+                "middle_mbps = 10.0\nmiddle_delay_ms = 20.0\nfeedback = \"{feedback}\"\naggregate = {{ kind = \"sla\", rate_mbps = 2.0 }}"
+            ),
+            &long_lived("hosts", "ka", 3, ""),
+        ));
+        let ma = r.hops.iter().find(|h| h.name == "ma").unwrap();
+        lowered.push(ma.forward.echoes_lowered);
+        let sent: f64 = group_wire_bps(&r, 0, 4.0, 10.0).iter().sum();
+        assert!(
+            (sent - 2e6).abs() / 2e6 <= 0.02,
+            "{feedback}: the aggregate ran at {sent:.0} bit/s, SLA 2 Mbit/s"
+        );
+    }
+    assert_eq!(lowered[0], 0, "ack: the middlebox wrote no echo");
+    assert!(lowered[1] > 100, "direct: {} echoes written", lowered[1]);
+    let err = Scenario::from_toml(&dcc(
+        "x",
+        1.0,
+        "local = \"tcp\"\nfeedback = \"direct\"",
+        &long_lived("g", "tcp-newreno", 1, ""),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("feedback"), "{err}");
+}

@@ -416,6 +416,7 @@ impl HostNode {
             let st = c.stats();
             if let Some(f) = ctx.shared.flow_mut(a.id) {
                 f.ka_time = u64::try_from(st.time_in_ka.as_nanos()).unwrap_or(u64::MAX);
+                f.rtos = st.rtos;
                 f.stop = Some(now);
                 f.ka_mode = false;
             }
@@ -772,7 +773,9 @@ impl Host for HostNode {
             // `conn_mut`: the connection's clock catches up with the
             // stack's (DESIGN §6.8) before its KA time is read.
             if let (Some(c), Some(f)) = (self.stack.conn_mut(h), world.flow_mut(a.id)) {
-                f.ka_time = u64::try_from(c.stats().time_in_ka.as_nanos()).unwrap_or(u64::MAX);
+                let st = c.stats();
+                f.ka_time = u64::try_from(st.time_in_ka.as_nanos()).unwrap_or(u64::MAX);
+                f.rtos = st.rtos;
             }
         }
     }

@@ -72,6 +72,9 @@ pub struct FlowRecord {
     pub ka_time: SimTime,
     /// When the sender first entered KA mode (None: never).
     pub ka_first: Option<SimTime>,
+    /// Retransmission timeouts the sender took (as the endpoint counts
+    /// them; read when the flow finishes and at the end of the run).
+    pub rtos: u64,
     /// Path properties.
     pub path: PathInfo,
 }
@@ -133,6 +136,7 @@ impl World {
             ka_mode: false,
             ka_time: 0,
             ka_first: None,
+            rtos: 0,
             path: f.path,
         });
         self.by_key.insert(key, id);

@@ -2,9 +2,13 @@
 //! Traffic Aggregates and Middleboxes"; DESIGN §5.3) on the `dcc`
 //! topology ([`crate::scenario::dcc`]):
 //!
-//! * `dcc-fig2`: the seed's Fig. 2 — 100 flows of 100 KB between two sites
-//!   over a 1 Mbit/s inter-site link, starts one Poisson process with mean
-//!   gap 1 s. Variants `lccp` (the middlebox tells each host its share
+//! * `dcc-fig2`: the seed's Fig. 2 in its most faithful reading (ns-2's
+//!   TCP and segment size, LCCP over the direct feedback channel) over 10
+//!   seeds, with a confidence interval: [`super::dcc_seeds`].
+//! * `dcc-fig2-modern`: the first reading of Fig. 2 — 100 flows of 100 KB
+//!   between two sites over a 1 Mbit/s inter-site link, starts one Poisson
+//!   process with mean gap 1 s, `ka-endpoint`'s modern TCP, 1500-byte
+//!   packets, LCCP's rate on the end-to-end ACKs, one seed. Variants `lccp` (the middlebox tells each host its share
 //!   through the KA signal), `lccp-rcp` (through the native-RCP option),
 //!   `tcp` (no middleboxes: plain TCP end to end, the seed's baseline) and
 //!   `xcp` (XCP in the local segment, the seed's first experiment: window
@@ -26,7 +30,7 @@
 //!   more flow would); without LCCP the plain CBR source starves them
 //!   (mean FCT ≥ 2× without it, or flows unfinished).
 //!
-//! **Result** (seed 1; `docs/RESULTS.md`, "DCC"): LCCP is fair (Jain 0.99
+//! **Result** of `dcc-fig2-modern` (seed 1; `docs/RESULTS.md`, "DCC"): LCCP is fair (Jain 0.99
 //! against TCP's 0.63) but its mean FCT is 28 % *above* end-to-end TCP's,
 //! so the FCT check fails: with equal-sized flows at load 0.85 and a BDP
 //! of 8 packets, TCP over drop-tail serves flows nearly first come, first
@@ -53,8 +57,10 @@ use crate::results::plot::{Curve, Panel};
 /// The DCC experiments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dcc {
-    /// The seed's Fig. 2.
+    /// The seed's Fig. 2, faithful reading, 10 seeds.
     Fig2,
+    /// The seed's Fig. 2 with modern TCP, 1500-byte packets, one seed.
+    Fig2Modern,
     /// Controlled and uncontrolled UDP next to the flows.
     Udp,
 }
@@ -177,11 +183,11 @@ pub fn windows(r: &RunResult, capacity_bps: f64) -> Windows {
     out
 }
 
-fn mean_of(v: &[(f64, f64)]) -> Option<f64> {
+pub(super) fn mean_of(v: &[(f64, f64)]) -> Option<f64> {
     metrics::mean(&v.iter().map(|p| p.1).collect::<Vec<_>>())
 }
 
-fn middle_bps(r: &RunResult) -> f64 {
+pub(super) fn middle_bps(r: &RunResult) -> f64 {
     r.hops
         .iter()
         .find(|h| h.name == "middle")
@@ -196,6 +202,7 @@ impl Experiment for Dcc {
     fn name(&self) -> &'static str {
         match self {
             Dcc::Fig2 => "dcc-fig2",
+            Dcc::Fig2Modern => "dcc-fig2-modern",
             Dcc::Udp => "dcc-udp",
         }
     }
@@ -203,7 +210,10 @@ impl Experiment for Dcc {
     fn about(&self) -> &'static str {
         match self {
             Dcc::Fig2 => {
-                "DCC seed Fig. 2: LCCP (KA or RCP carrier) vs end-to-end TCP (and XCP-local) between two middleboxes, 1 Mbit/s"
+                "DCC seed Fig. 2, faithful: LCCP (direct feedback) vs ns-2 TCP end to end, 1 Mbit/s, 10 seeds, 95 % CI"
+            }
+            Dcc::Fig2Modern => {
+                "DCC seed Fig. 2 with modern TCP: LCCP (KA or RCP carrier) vs end-to-end TCP (and XCP-local), 1 Mbit/s"
             }
             Dcc::Udp => {
                 "DCC seed's UDP case: a CBR source controlled by LCCP vs a plain CBR source next to TCP flows"
@@ -213,7 +223,10 @@ impl Experiment for Dcc {
 
     fn title(&self) -> String {
         match self {
-            Dcc::Fig2 => "DCC: 100 flows of 100 KB over a 1 Mbit/s inter-site link",
+            Dcc::Fig2 => {
+                "DCC: 100 flows of 100 KB over a 1 Mbit/s inter-site link, ns-2 TCP, 10 seeds"
+            }
+            Dcc::Fig2Modern => "DCC: 100 flows of 100 KB over a 1 Mbit/s inter-site link",
             Dcc::Udp => "DCC: TCP flows next to a 0.5 Mbit/s CBR source, with and without LCCP",
         }
         .into()
@@ -221,7 +234,8 @@ impl Experiment for Dcc {
 
     fn variants(&self) -> Vec<(&'static str, &'static str)> {
         match self {
-            Dcc::Fig2 => {
+            Dcc::Fig2 => super::dcc_seeds::variants(),
+            Dcc::Fig2Modern => {
                 vec![
                     ("lccp", include_str!("../../scenarios/dcc-fig2-lccp.toml")),
                     (
@@ -253,6 +267,16 @@ impl Experiment for Dcc {
         }
     }
 
+    /// `dcc-fig2`: each variant's seed and feedback channel; the
+    /// scenario's name is the experiment's (the `dcc-fig2-*.toml` files of
+    /// `dcc-fig2-modern` are named `dcc-fig2`).
+    fn prepare(&self, variant: &str, scenario: &mut crate::scenario::Scenario) {
+        if *self == Dcc::Fig2 {
+            super::dcc_seeds::prepare(variant, scenario);
+        }
+        scenario.name = self.name().to_string();
+    }
+
     fn headline(&self, r: &RunResult) -> Value {
         let f = fcts(r);
         let w = windows(r, middle_bps(r));
@@ -267,7 +291,7 @@ impl Experiment for Dcc {
             })
             .collect();
         let sized = r.flows.iter().filter(|f| f.size_bytes.is_some()).count();
-        json!({
+        let mut h = json!({
             "flows": sized,
             "completed": f.len(),
             "fct_s": {
@@ -297,19 +321,28 @@ impl Experiment for Dcc {
                     .map(|f| metrics::ka_time_frac(f, crate::engine::secs(r.sim_seconds)))
                     .collect::<Vec<_>>()
             ),
-        })
+        });
+        if *self == Dcc::Fig2
+            && let (Some(m), Value::Object(extra)) =
+                (h.as_object_mut(), super::dcc_seeds::headline_extra(r))
+        {
+            m.extend(extra);
+        }
+        h
     }
 
     fn claims(&self, results: &[(&str, RunResult)]) -> Vec<Claim> {
         match self {
-            Dcc::Fig2 => fig2_claims(results),
+            Dcc::Fig2 => super::dcc_seeds::claims(results),
+            Dcc::Fig2Modern => fig2_claims(results),
             Dcc::Udp => udp_claims(results),
         }
     }
 
     fn panels(&self, results: &[(&str, RunResult)]) -> Vec<Panel> {
         let labels: &[(&str, &str)] = match self {
-            Dcc::Fig2 => &FIG2,
+            Dcc::Fig2 => return super::dcc_seeds::panels(results),
+            Dcc::Fig2Modern => &FIG2,
             Dcc::Udp => &UDP,
         };
         let mut cdf = Vec::new();
@@ -336,7 +369,9 @@ impl Experiment for Dcc {
         let mut panels = vec![
             Panel {
                 title: match self {
-                    Dcc::Fig2 => "(a) CDF of the flow completion time (seed Fig. 2)",
+                    Dcc::Fig2 | Dcc::Fig2Modern => {
+                        "(a) CDF of the flow completion time (seed Fig. 2)"
+                    }
                     Dcc::Udp => "(a) CDF of the TCP flows' completion time",
                 }
                 .into(),

@@ -17,7 +17,8 @@
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
 //! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
 //! | testbed-light, testbed-heavy | `ka/`, `ka-crowd/`, `ka-echo/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
-//! | dcc-fig2 | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-*.toml` ([`Dcc`]) |
+//! | dcc-fig2 | `lccp-s01..10/`, `lccp-ack-s01..10/`, `tcp-s01..10/` | `dcc-fig2-ns2-*.toml` ([`Dcc`], [`dcc_seeds`]: seeds 1-10, 95 % CI) |
+//! | dcc-fig2-modern | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-{lccp,lccp-rcp,tcp,xcp}.toml` ([`Dcc`]) |
 //! | dcc-udp | `lccp-alone/`, `lccp-udp/`, `tcp-alone/`, `tcp-udp/` | `dcc-udp-*.toml` ([`Dcc`]) |
 //! | other-rtt, other-5bn, other-dc | `light-{ka,rcp,tcp}/`, `heavy-{ka,rcp,tcp}/` | `other-*.toml` ([`Other`]) |
 //! | fig3-era, fig4-era | the figure's variants and the same with `-era` | `fig3-*.toml`, `fig4-*.toml` ([`Era`]: every endpoint on the `ns3-18` TCP profile, DESIGN §9.2) |
@@ -30,6 +31,7 @@ mod aqm;
 pub mod claims;
 mod crowd;
 pub mod dcc;
+pub mod dcc_seeds;
 pub mod era;
 mod figures;
 mod other;
@@ -121,6 +123,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &TestbedLoad::Light,
         &TestbedLoad::Heavy,
         &Dcc::Fig2,
+        &Dcc::Fig2Modern,
         &Dcc::Udp,
         &Other::Rtt,
         &Other::FiveBn,

@@ -276,6 +276,7 @@ mod tests {
             ka_mode: false,
             ka_time: 150_000_000,
             ka_first: Some(1_100_000_000),
+            rtos: 0,
             path: PathInfo {
                 base_rtt: 100_000_000,
                 bottleneck_bps: 150_000_000,

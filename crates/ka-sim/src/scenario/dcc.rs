@@ -19,6 +19,7 @@
 //! local = "lccp"              # lccp | tcp | xcp: the local segments
 //! lccp = "ka"                 # ka | rcp: LCCP's carrier
 //! lccp_scale = "dcc"          # dcc | paper: the KA rate scale of the sites
+//! feedback = "ack"            # ack | direct: how LCCP's rate reaches the hosts
 //! aggregate = { kind = "sla", rate_mbps = 1.0 }   # or multcp, or none
 //! ```
 //!
@@ -71,10 +72,8 @@
 //!   rate and tells every local host its per-flow share through the KA
 //!   signal (`lccp = "ka"`, hosts of kind `ka`) or the native-RCP option
 //!   (`lccp = "rcp"`, hosts of kind `rcp`), as DESIGN §5.3 fixes the
-//!   carrier. **Deviation from the seed:** its LCCP feedback goes from the
-//!   middlebox straight to the host; ours rides the data to the receiver
-//!   and comes back in its ACKs (KA's path), so it takes one end-to-end
-//!   RTT instead of a local one. Site hosts stay in KA mode through
+//!   carrier. How the rate reaches the host is `feedback` (below). Site
+//!   hosts stay in KA mode through
 //!   losses (`ka_endpoint::KaConfig::loss_leaves_ka = false`, unless the
 //!   scenario's `[tcp] ka_leave_on_loss` says otherwise; [`host_tcp`]):
 //!   congestion beyond the middlebox is its aggregate controller's to
@@ -89,6 +88,34 @@
 //!   experiment: the middlebox tells each host its window change through
 //!   XCP's per-packet feedback (`ka_router::signal::xcp`), and a MulTCP
 //!   aggregate's changing rate moves the XCP stage's C.
+//!
+//! **LCCP's feedback channel** (`feedback`, DESIGN §5.3). The seed:
+//! "LCCP enables the local middlebox to signal the allowed transmission
+//! rate to the end-hosts. It uses a direct feedback channel", "much faster
+//! and direct feedback to the local hosts", "LCCP presets an accurate
+//! congestion control value to the local nodes".
+//!
+//! * `feedback = "ack"` (the default): the middlebox stamps the rate on
+//!   the data, the receiver echoes it in its ACKs (KA's own path), so a
+//!   host hears a rate one end-to-end RTT after the middlebox chose it.
+//! * `feedback = "direct"`: the middlebox also writes its *current* rate
+//!   into the rate echo (KA-Rate or RCP-Echo option) of every ACK it
+//!   forwards towards its hosts — the aggregate port runs
+//!   `ka_router::ControllerKind::Echo` (DESIGN §3.8), whose reverse-path
+//!   stage does exactly that — so what the middlebox decides reaches the
+//!   host after the local segment's one-way delay. Echo also *presets* a
+//!   newcomer: its first echo carries its share of the aggregate (Echo's
+//!   admission), not a rate it must probe for. κ's ceiling is [`DIRECT_TARGET`] (1.0,
+//!   not Echo's 0.98): the port is the middlebox's own shaper, where a few
+//!   packets of standing queue cost local delay only, whereas idle time
+//!   wastes the aggregate's rate (LCCP's RCP already keeps a 12-packet
+//!   queue target). A `[router] controller` other than the default wins.
+//!   We write the rate onto packets already going to the host rather than
+//!   send a control datagram: every TCP host behind the middlebox gets an
+//!   ACK per one or two segments, so the channel is as fresh as a
+//!   datagram per ACK would be, costs no extra packets and needs nothing
+//!   new at the host. LCCP's UDP sources (DESIGN §6.6) have no ACKs; they
+//!   keep their receiver reports.
 //!
 //! **The LCCP rate scale.** KA's paper scale cannot signal less than 120
 //! kbit/s; on the seed's 1 Mbit/s middle segment that is the share of 8
@@ -106,7 +133,7 @@
 //! 0.05·C, the queue at the end of the interval) suit the paper's 150
 //! Mbit/s. On a 1 Mbit/s aggregate one new host's initial window (10
 //! packets) is 120 ms of queue, and β·q/d then drives R down by an order of
-//! magnitude at every arrival: in `dcc-fig2` (seed 1) the middlebox
+//! magnitude at every arrival: in `dcc-fig2-modern` (seed 1) the middlebox
 //! dropped 186 packets, hosts spent 95 % of their time back in TCP mode
 //! and the mean FCT was 6.1 s. So the aggregate ports take, unless the
 //! scenario's `[router]` table moves them from the router's defaults: α = 0.4 and β = 0.226 (the gains
@@ -176,6 +203,10 @@ pub struct DccTopology {
     /// The KA rate scale of the sites. Default `dcc`.
     #[serde(default)]
     pub lccp_scale: LccpScale,
+    /// How LCCP's rate reaches the hosts. Default `ack` (written only when
+    /// it is not the default, so older scenarios serialise as before).
+    #[serde(default, skip_serializing_if = "LccpFeedback::is_ack")]
+    pub feedback: LccpFeedback,
     /// MA's aggregate (A→B). Default: SLA at `middle_mbps`.
     #[serde(default)]
     pub aggregate: AggregateSpec,
@@ -225,6 +256,28 @@ pub enum LccpCarrier {
     Ka,
     /// The native-RCP IPv4 option.
     Rcp,
+}
+
+/// How LCCP's rate reaches the hosts (see the module docs, "LCCP's
+/// feedback channel").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LccpFeedback {
+    /// The middlebox stamps the data; the receiver echoes the rate in its
+    /// ACKs (KA's own path): one end-to-end RTT.
+    #[default]
+    Ack,
+    /// The middlebox also writes its current rate into the echo of every
+    /// ACK it forwards towards its hosts ([`ka_router::ControllerKind::Echo`]
+    /// on the aggregate port): the local segment's delay.
+    Direct,
+}
+
+impl LccpFeedback {
+    /// Whether this is the default (`ack`).
+    pub fn is_ack(&self) -> bool {
+        *self == LccpFeedback::Ack
+    }
 }
 
 /// The KA rate scale of a DCC run.
@@ -402,6 +455,9 @@ impl DccTopology {
         if self.middle_queue_pkts == 0 || self.middlebox_queue_pkts == 0 {
             return bad("queues must be > 0");
         }
+        if self.feedback == LccpFeedback::Direct && self.local != LocalSegment::Lccp {
+            return bad("feedback = \"direct\" needs local = \"lccp\"");
+        }
         for agg in [self.aggregate, self.reverse()] {
             match agg {
                 AggregateSpec::None => {
@@ -465,6 +521,9 @@ impl DccTopology {
         if agg == AggregateSpec::None {
             return;
         }
+        if self.feedback == LccpFeedback::Direct {
+            direct_controller(scenario, &mut cfg.signalling);
+        }
         let scale = self.lccp_scale.scale();
         cfg.scale = scale;
         cfg.rcp.min_rate = scale.rate_of_len(usize::from(scale.min_len)) / 2.0;
@@ -486,6 +545,27 @@ impl DccTopology {
             cfg.rcp.queue_target =
                 Duration::from_secs_f64(bits / self.initial_bps(agg).max(1) as f64);
         }
+    }
+}
+
+/// κ's ceiling of the direct channel's controller (see the module docs,
+/// "LCCP's feedback channel").
+pub const DIRECT_TARGET: f64 = 1.0;
+
+/// The controller of an aggregate port with `feedback = "direct"`: Echo
+/// (κ ceiling [`DIRECT_TARGET`]) unless the scenario's `[router]` table
+/// names a controller other than the default.
+fn direct_controller(scenario: &Scenario, signalling: &mut ka_router::Signalling) {
+    use ka_router::{ControllerKind, EchoConfig, Signalling};
+    if scenario.router.controller != ControllerKind::Rcp {
+        return;
+    }
+    let echo = ControllerKind::Echo(EchoConfig {
+        target: DIRECT_TARGET,
+        ..EchoConfig::default()
+    });
+    if let Signalling::Ka { controller } | Signalling::NativeRcp { controller } = signalling {
+        *controller = echo;
     }
 }
 

@@ -409,7 +409,14 @@ fn run_point(grid: &Grid, out: &Path, i: usize) -> Result<(String, Headline), Sw
     point::remove_stale_temps(&dir, MARKER);
     let s = grid.point(i)?;
     let r = run::run_scenario(&s, None)?;
-    let sum = report::write_all(&dir, &r, serde_json::Value::Null).map_err(io_err(&dir))?;
+    // DCC points carry the mechanism of the seed's Fig. 2 in their
+    // `summary.json` (retransmission timeouts, the middle link's idle time
+    // while flows wait); other points have no headline.
+    let headline = match s.topology {
+        crate::scenario::Topology::Dcc(_) => crate::paper::dcc_seeds::headline_extra(&r),
+        _ => serde_json::Value::Null,
+    };
+    let sum = report::write_all(&dir, &r, headline).map_err(io_err(&dir))?;
     let h = Headline::from_summary(&sum);
     let text = grid
         .marker_text(i, &h)
