@@ -168,14 +168,9 @@ impl Connection {
         o.ka_rate = self.ka.echo();
         o.rcp_echo = self.ka.rcp_echo();
         o.xcp_echo = self.xcp_echo();
-        if self.sack_ok && (self.rcvbuf.has_ooo() || self.pending_dsack.is_some()) {
+        if self.sack_ok && self.rcvbuf.has_ooo() {
             let mut blocks = SackBlocks::new();
-            let mut room = 4;
-            if let Some((l, r)) = self.pending_dsack {
-                blocks.push(self.wire_rcv(l), self.wire_rcv(r));
-                room -= 1;
-            }
-            for (l, r) in self.rcvbuf.sack_blocks(room) {
+            for (l, r) in self.rcvbuf.sack_blocks(4) {
                 blocks.push(self.wire_rcv(l), self.wire_rcv(r));
             }
             o.sack = blocks;
@@ -479,7 +474,6 @@ impl Connection {
             self.xcp_echo_sent();
         }
         if has_ack {
-            self.pending_dsack = None;
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
             self.delack_at = None;
