@@ -6,8 +6,8 @@ use crate::cc::{Ack, CongestionEvent, PacketAcked, PacketLost};
 use ka_codec::wire::tcp::{ACK, ECE, FIN, RST, SYN, TcpRepr};
 use std::time::{Duration, Instant};
 
-/// RFC 5681 / 6675 DupThresh.
-const DUP_THRESH: u32 = 3;
+/// RFC 5681 DupThresh (duplicate-ACK counting, without SACK).
+const DUP_THRESH: u32 = super::rack::DUP_THRESH as u32;
 
 /// `a < b` in 32-bit sequence (timestamp) space.
 fn ts_lt(a: u32, b: u32) -> bool {
@@ -121,6 +121,11 @@ impl Connection {
         if !acceptable {
             if flags & RST == 0 {
                 self.ack_now = true;
+                // an old duplicate: report it (DSACK, RFC 2883 §4.1.1)
+                let end = seq + payload.len() as u64;
+                if self.sack_ok && !payload.is_empty() && end <= self.rcv_nxt {
+                    self.pending_dsack = Some((seq, end));
+                }
             }
             return;
         }
@@ -272,21 +277,40 @@ impl Connection {
         self.retries = 0;
 
         // SACK
-        let mut newly_sacked = 0u64;
         let mut sack_sample: Option<Instant> = None;
+        let mut dsack = false;
         if self.sack_ok {
-            for (l, r) in seg.options.sack.iter() {
-                let (Some(l), Some(r)) = (
-                    unwrap_seq(self.iss, self.snd_una, l),
-                    unwrap_seq(self.iss, self.snd_una, r),
-                ) else {
+            let blocks: Vec<(Option<u64>, Option<u64>)> = seg
+                .options
+                .sack
+                .iter()
+                .map(|(l, r)| {
+                    (
+                        unwrap_seq(self.iss, self.snd_una, l),
+                        unwrap_seq(self.iss, self.snd_una, r),
+                    )
+                })
+                .collect();
+            if let Some(&(Some(l), Some(r))) = blocks.first() {
+                // RFC 2883 §4: a first block below the cumulative ACK or
+                // inside the second block reports a duplicate
+                let in_second =
+                    matches!(blocks.get(1), Some(&(Some(l2), Some(r2))) if l >= l2 && r <= r2);
+                if l < r && (r <= ack || in_second) {
+                    dsack = true;
+                    self.rack_on_dsack(l, r);
+                    self.stats.spurious_retransmits += 1;
+                    self.stats.spurious_bytes += r - l;
+                }
+            }
+            for (l, r) in blocks {
+                let (Some(l), Some(r)) = (l, r) else {
                     continue;
                 };
                 if l >= r || l < ack || r > self.snd_max {
                     continue;
                 }
-                let (n, s) = self.sb.sack(l, r);
-                newly_sacked += n;
+                let (_, s) = self.sb.sack(l, r);
                 if let Some(s) = s {
                     sack_sample = Some(sack_sample.map_or(s, |t: Instant| t.max(s)));
                 }
@@ -338,9 +362,13 @@ impl Connection {
                 if ack >= rec.recover {
                     self.recovery = None;
                     self.sb.end_recovery();
+                    self.rack.on_recovery_exit();
                 } else {
-                    // partial ACK (RFC 6582 §3.2 step 5)
-                    self.retransmit_overdue_first(now);
+                    // partial ACK (RFC 6582 §3.2 step 5); with SACK, RACK
+                    // finds the further losses
+                    if !self.sack_ok {
+                        self.retransmit_overdue_first(now);
+                    }
                     rec.reno_sacked = rec
                         .reno_sacked
                         .saturating_sub(acked.bytes.saturating_sub(self.snd_mss as u64));
@@ -372,24 +400,50 @@ impl Connection {
                 }
                 _ => {}
             }
-            if self.recovery.is_some() {
+            if self.recovery.is_some() && !self.sack_ok {
                 self.retransmit_overdue_first(now);
             }
         }
 
-        // loss detection
-        if self.sack_ok && newly_sacked > 0 && self.recovery.is_some() {
-            self.sb.mark_lost_by_sack(DUP_THRESH as usize);
-        }
-        if self.recovery.is_none() && !self.sb.is_empty() {
-            let by_dupacks = self.dupacks >= DUP_THRESH;
-            let by_sack =
-                self.sack_ok && newly_sacked > 0 && self.sb.first_lost_by_sack(DUP_THRESH as usize);
-            if by_sack || (by_dupacks && self.snd_una > self.recover_guard) {
-                self.enter_recovery(now);
+        // loss detection: RACK with SACK (`conn::rack`), duplicate ACKs
+        // without
+        if self.sack_ok {
+            self.report_segments(now);
+            self.rack_update_reo_wnd(dsack);
+            if self.rack_detect_loss(now) {
+                self.on_rack_loss(now);
             }
+        } else if self.recovery.is_none()
+            && !self.sb.is_empty()
+            && self.dupacks >= DUP_THRESH
+            && self.snd_una > self.recover_guard
+        {
+            self.enter_recovery(now);
+            self.sb.mark_first_lost();
         }
         self.report_segments(now);
+    }
+
+    /// RACK marked segments lost: a loss event unless one is already being
+    /// handled (a recovery, or the window after an RTO, RFC 6582's
+    /// `recover`); the marked segments go out next either way.
+    fn on_rack_loss(&mut self, now: Instant) {
+        if self.recovery.is_none() && self.snd_una > self.recover_guard {
+            self.enter_recovery(now);
+        }
+        self.report_segments(now);
+    }
+
+    /// The RACK timer fired: segments that were inside the reordering
+    /// window may have left it.
+    pub(super) fn on_rack_timer(&mut self, now: Instant) {
+        self.rack.timer = None;
+        if !self.state.is_synchronized() || self.sb.is_empty() {
+            return;
+        }
+        if self.rack_detect_loss(now) {
+            self.on_rack_loss(now);
+        }
     }
 
     /// Hands the scoreboard's per-segment fates (delivered / lost) to the
@@ -403,6 +457,9 @@ impl Connection {
     /// growth; its starting phase then stopped at the initial rate (ka-sim,
     /// 10 Mbit/s / 100 ms, 40 ms delayed ACK: ~1 Mbit/s for 2.5 s).
     pub(super) fn report_segments(&mut self, now: Instant) {
+        if self.sack_ok {
+            self.rack_note_deliveries(now);
+        }
         let newest = self.sb.newest_timed_delivery();
         for r in self.sb.drain_reports() {
             match r.fate {
@@ -464,10 +521,6 @@ impl Connection {
             recover: self.snd_max,
             reno_sacked: reno.min(self.sb.outstanding().saturating_sub(self.snd_mss as u64)),
         });
-        self.sb.mark_first_lost();
-        if self.sack_ok {
-            self.sb.mark_lost_by_sack(DUP_THRESH as usize);
-        }
         self.force_retransmit = true;
     }
 
@@ -525,6 +578,7 @@ impl Connection {
             self.sb.clear_sacks();
         }
         self.sb.mark_all_lost();
+        self.rack.timer = None;
         self.report_segments(now);
         self.recovery = None;
         self.recover_guard = self.snd_max;
@@ -539,7 +593,18 @@ impl Connection {
             .max(self.rcv_nxt)
             .min(self.rcv_nxt + self.rcvbuf.free() as u64);
         let had_ooo = self.rcvbuf.has_ooo();
+        let before = self.rcv_nxt;
         let r = self.rcvbuf.insert(&mut self.rcv_nxt, seq, payload, limit);
+        // DSACK (RFC 2883): report the bytes that arrived twice, the part
+        // below rcv_nxt or a whole duplicate of out-of-order data
+        let end = seq + payload.len() as u64;
+        if self.sack_ok {
+            if seq < before {
+                self.pending_dsack = Some((seq, end.min(before)));
+            } else if r.duplicate && end <= limit {
+                self.pending_dsack = Some((seq, end));
+            }
+        }
         if r.in_order > 0 {
             self.stats.bytes_received += r.in_order as u64;
             if !self.readable_signalled {

@@ -10,7 +10,8 @@
 //!   not seen before) → KA mode.
 //! * KA mode: pace at R (inter-departure = IP bytes / R), window
 //!   `max(gain · R · srtt, 2·MSS)` so the window never limits the paced rate.
-//! * KA → TCP on a loss event (fast retransmit or RTO): the TCP-mode
+//! * KA → TCP on a loss event (fast retransmit, i.e. a loss RACK confirms,
+//!   DESIGN §6.9, or RTO): the TCP-mode
 //!   controller is set to the KA window and then reacts as it would to any
 //!   loss. "Left by loss". A loss while already in TCP mode also counts as
 //!   "left by loss". An ECN echo the sender reacts to (see `conn::ecn`)
@@ -122,7 +123,8 @@ pub enum Mode {
 /// Why the sender last left KA mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LeftBy {
-    /// A loss event (duplicate ACKs, SACK or RTO) or an ECN echo (ECE).
+    /// A loss event (RACK, or duplicate ACKs without SACK; RTO) or an ECN
+    /// echo (ECE).
     Loss,
     /// No fresh signal for more than an srtt.
     Silence,
@@ -138,7 +140,8 @@ pub enum ModeReason {
     /// no standing queue for an srtt (then paced at a capped rate; see the
     /// module docs).
     Recovered,
-    /// Fast retransmit (3 duplicate ACKs or SACK loss detection).
+    /// Fast retransmit (RACK loss detection with SACK, DESIGN §6.9; three
+    /// duplicate ACKs without).
     Loss,
     /// Retransmission timeout.
     Timeout,

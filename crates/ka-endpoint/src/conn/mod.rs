@@ -13,9 +13,10 @@
 //!
 //! What is implemented (RFC numbers): three-way handshake incl. simultaneous
 //! open (793/9293), MSS, window scale and timestamps (7323: RTTM for
-//! retransmitted segments, PAWS), SACK (2018) with an RFC 6675 scoreboard,
-//! NewReno fast retransmit / recovery (5681, 6582, with duplicate-ACK
-//! counting standing in for SACK when SACK is off), RTO with Karn and
+//! retransmitted segments, PAWS), SACK (2018) with an RFC 6675 scoreboard
+//! and DSACK (2883), RACK time-based loss detection (8985 §6.2, see
+//! `rack`; duplicate-ACK counting stands in when SACK is off), NewReno
+//! fast retransmit / recovery (5681, 6582), RTO with Karn and
 //! backoff (6298), zero-window probes, delayed ACKs, receiver and sender SWS
 //! avoidance (1122), FIN/TIME-WAIT, RST, and the RFC 5961 defences (RST
 //! only at `rcv_nxt`, challenge ACKs for in-window RSTs and for SYNs in
@@ -44,6 +45,7 @@ use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_
 mod input;
 mod ka;
 mod output;
+mod rack;
 mod recv;
 mod send;
 mod sparse;
@@ -140,6 +142,11 @@ pub struct Connection {
     /// RFC 6582 `recover` after an RTO (no fast retransmit below it).
     recover_guard: u64,
     dupacks: u32,
+    /// RACK loss detection (with SACK; see `rack`).
+    rack: rack::RackState,
+    /// Receiver: the range of the last duplicate segment, reported in the
+    /// first SACK block of the next ACK (DSACK, RFC 2883).
+    pending_dsack: Option<(u64, u64)>,
     force_retransmit: bool,
     retries: u32,
     syn_retries: u32,
@@ -264,6 +271,8 @@ impl Connection {
             recovery: None,
             recover_guard: 0,
             dupacks: 0,
+            rack: rack::RackState::default(),
+            pending_dsack: None,
             force_retransmit: false,
             retries: 0,
             syn_retries: 0,
@@ -536,6 +545,7 @@ impl Connection {
             }
         };
         take(self.rto_at);
+        take(self.rack.timer);
         take(self.persist_at);
         take(self.delack_at);
         take(self.close_at);
@@ -564,6 +574,9 @@ impl Connection {
         if self.rto_at.is_some_and(|t| t <= now) {
             self.rto_at = None;
             self.on_rto(now);
+        }
+        if self.rack.timer.is_some_and(|t| t <= now) {
+            self.on_rack_timer(now);
         }
         if self.persist_at.is_some_and(|t| t <= now) {
             self.persist_at = None;
@@ -611,6 +624,7 @@ impl Connection {
         }
         self.state = State::Closed;
         self.rto_at = None;
+        self.rack.timer = None;
         self.persist_at = None;
         self.delack_at = None;
         self.close_at = None;

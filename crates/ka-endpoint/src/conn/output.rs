@@ -168,9 +168,14 @@ impl Connection {
         o.ka_rate = self.ka.echo();
         o.rcp_echo = self.ka.rcp_echo();
         o.xcp_echo = self.xcp_echo();
-        if self.sack_ok && self.rcvbuf.has_ooo() {
+        if self.sack_ok && (self.rcvbuf.has_ooo() || self.pending_dsack.is_some()) {
             let mut blocks = SackBlocks::new();
-            for (l, r) in self.rcvbuf.sack_blocks(4) {
+            let mut room = 4;
+            if let Some((l, r)) = self.pending_dsack {
+                blocks.push(self.wire_rcv(l), self.wire_rcv(r));
+                room -= 1;
+            }
+            for (l, r) in self.rcvbuf.sack_blocks(room) {
                 blocks.push(self.wire_rcv(l), self.wire_rcv(r));
             }
             o.sack = blocks;
@@ -474,6 +479,7 @@ impl Connection {
             self.xcp_echo_sent();
         }
         if has_ack {
+            self.pending_dsack = None;
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
             self.delack_at = None;

@@ -6,9 +6,9 @@
 //! The scoreboard holds one entry per transmitted segment, contiguous from
 //! `snd_una` to `snd_max`. Entries are never re-cut (a retransmission resends
 //! the same range), so SACK blocks, which the receiver reports at segment
-//! boundaries, mark whole entries. Loss marking follows RFC 6675 (an entry
-//! is lost when at least `DupThresh` = 3 entries above it are SACKed) plus
-//! RFC 6582's partial-ACK rule; the connection decides when.
+//! boundaries, mark whole entries. Loss marking follows RACK (RFC 8985,
+//! [`Scoreboard::rack_detect`]) with SACK, and RFC 6582's duplicate-ACK and
+//! partial-ACK rules without; the connection decides when.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -139,6 +139,11 @@ pub(crate) struct SegReport {
     pub sent: Instant,
     /// Sequence-space bytes.
     pub bytes: u64,
+    /// Sequence number just past the reported bytes (RACK's `end_seq`).
+    pub end: u64,
+    /// The segment had been retransmitted (RACK ignores such deliveries
+    /// for reordering detection).
+    pub retransmitted: bool,
     /// Delivered (first cumulative ACK or SACK covering it) or deemed lost.
     pub fate: SegFate,
 }
@@ -157,6 +162,8 @@ pub(crate) enum SegFate {
 pub(crate) struct Scoreboard {
     segs: VecDeque<TxSeg>,
     sacked_bytes: u64,
+    /// Entries SACKed (RACK's `segs_sacked`).
+    sacked_segs: usize,
     lost_bytes: u64,
     /// Highest sequence number covered by a SACK block.
     pub highest_sacked: u64,
@@ -197,6 +204,72 @@ impl Scoreboard {
 
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
+    }
+
+    /// Entries currently SACKed.
+    pub fn sacked_segs(&self) -> usize {
+        self.sacked_segs
+    }
+
+    /// The fates recorded since the last [`Self::drain_reports`].
+    pub fn reports(&self) -> &[SegReport] {
+        &self.reports
+    }
+
+    /// RACK loss detection over the board (RFC 8985 §6.2 step 5): every
+    /// entry neither SACKed nor already marked lost that was sent before
+    /// the RACK segment (`rack_sent`, `rack_end`; later send time, or the
+    /// same time and a higher end) is lost once `sent + wait <= now`;
+    /// otherwise it yields the time left until then. Returns the bytes
+    /// newly marked and the longest time left (`None`: nothing pending).
+    ///
+    /// The walk stops at the first never-retransmitted entry sent after
+    /// the RACK segment: first transmissions go out in sequence order, so
+    /// every entry above it (first sent later still, and retransmitted
+    /// later again) was sent after the RACK segment too.
+    ///
+    /// Each entry marked is appended to `marked` as `(start, end, gap)`,
+    /// `gap` being how much earlier than the RACK segment it was sent.
+    pub fn rack_detect(
+        &mut self,
+        now: Instant,
+        rack_sent: Instant,
+        rack_end: u64,
+        wait: std::time::Duration,
+        marked: &mut Vec<(u64, u64, std::time::Duration)>,
+    ) -> (u64, Option<std::time::Duration>) {
+        let mut newly = 0;
+        let mut pending: Option<std::time::Duration> = None;
+        for s in self.segs.iter_mut() {
+            let rack_after = rack_sent > s.sent || (rack_sent == s.sent && rack_end > s.end);
+            if !rack_after {
+                if s.tx_count == 1 {
+                    break;
+                }
+                continue;
+            }
+            if s.sacked || s.lost {
+                continue;
+            }
+            let deadline = s.sent + wait;
+            if deadline <= now {
+                s.lost = true;
+                newly += s.len();
+                marked.push((s.start, s.end, rack_sent.saturating_duration_since(s.sent)));
+                self.reports.push(SegReport {
+                    sent: s.sent,
+                    bytes: s.len(),
+                    end: s.end,
+                    retransmitted: s.tx_count > 1,
+                    fate: SegFate::Lost,
+                });
+            } else {
+                let left = deadline - now;
+                pending = Some(pending.map_or(left, |p| p.max(left)));
+            }
+        }
+        self.lost_bytes += newly;
+        (newly, pending)
     }
 
     #[cfg(test)]
@@ -250,6 +323,7 @@ impl Scoreboard {
                 out.bytes += seg.len();
                 if seg.sacked {
                     self.sacked_bytes -= seg.len();
+                    self.sacked_segs = self.sacked_segs.saturating_sub(1);
                 } else {
                     let fate = SegFate::Acked {
                         rtt_valid: seg.tx_count == 1,
@@ -257,6 +331,8 @@ impl Scoreboard {
                     self.reports.push(SegReport {
                         sent: seg.sent,
                         bytes: seg.len(),
+                        end: seg.end,
+                        retransmitted: seg.tx_count > 1,
                         fate,
                     });
                 }
@@ -282,6 +358,8 @@ impl Scoreboard {
                     self.reports.push(SegReport {
                         sent: f.sent,
                         bytes: cut,
+                        end: ack,
+                        retransmitted: f.tx_count > 1,
                         fate,
                     });
                 }
@@ -315,11 +393,14 @@ impl Scoreboard {
             }
             if s.start >= left && s.end <= right && !s.sacked {
                 s.sacked = true;
+                self.sacked_segs += 1;
                 newly += s.len();
                 self.sacked_bytes += s.len();
                 self.reports.push(SegReport {
                     sent: s.sent,
                     bytes: s.len(),
+                    end: s.end,
+                    retransmitted: s.tx_count > 1,
                     fate: SegFate::Acked {
                         rtt_valid: s.tx_count == 1,
                     },
@@ -339,45 +420,6 @@ impl Scoreboard {
         (newly, sample)
     }
 
-    /// RFC 6675 IsLost over the whole board: an un-SACKed segment with at
-    /// least `dup_thresh` SACKed segments above it is marked lost, unless it
-    /// was already retransmitted in this recovery. Returns bytes newly marked.
-    pub fn mark_lost_by_sack(&mut self, dup_thresh: usize) -> u64 {
-        let mut sacked_above = 0usize;
-        let mut newly = 0;
-        for s in self.segs.iter_mut().rev() {
-            if s.sacked {
-                sacked_above += 1;
-            } else if sacked_above >= dup_thresh && !s.lost && !s.rexmit_in_recovery {
-                s.lost = true;
-                newly += s.len();
-                self.reports.push(SegReport {
-                    sent: s.sent,
-                    bytes: s.len(),
-                    fate: SegFate::Lost,
-                });
-            }
-        }
-        self.lost_bytes += newly;
-        newly
-    }
-
-    /// Whether the first segment is lost by the SACK rule (enters recovery).
-    pub fn first_lost_by_sack(&self, dup_thresh: usize) -> bool {
-        let Some(first) = self.segs.front() else {
-            return false;
-        };
-        if first.sacked {
-            return false;
-        }
-        self.segs
-            .iter()
-            .filter(|s| s.sacked)
-            .take(dup_thresh)
-            .count()
-            >= dup_thresh
-    }
-
     /// Marks the first (un-SACKed) segment lost. Returns whether it changed.
     pub fn mark_first_lost(&mut self) -> bool {
         match self.segs.front_mut() {
@@ -387,6 +429,8 @@ impl Scoreboard {
                 self.reports.push(SegReport {
                     sent: f.sent,
                     bytes: f.len(),
+                    end: f.end,
+                    retransmitted: f.tx_count > 1,
                     fate: SegFate::Lost,
                 });
                 true
@@ -405,6 +449,8 @@ impl Scoreboard {
                 self.reports.push(SegReport {
                     sent: s.sent,
                     bytes: s.len(),
+                    end: s.end,
+                    retransmitted: s.tx_count > 1,
                     fate: SegFate::Lost,
                 });
             }
@@ -451,6 +497,7 @@ impl Scoreboard {
             s.sacked = false;
         }
         self.sacked_bytes = 0;
+        self.sacked_segs = 0;
         self.highest_sacked = 0;
     }
 }
@@ -534,14 +581,34 @@ mod tests {
         // segments 2,3,4 (101..401 → 201..501) SACKed; the first is lost
         sb.sack(201, 501);
         assert_eq!(sb.sacked_bytes(), 300);
-        assert!(sb.first_lost_by_sack(3));
-        assert_eq!(sb.mark_lost_by_sack(3), 200); // segs 1..101 and 101..201
+        // RACK: the last SACKed segment (401..501) was sent with the others
+        // but ends higher, so the two below the SACKed ones were sent
+        // before it; the last one (501..601) was not
+        let ms = std::time::Duration::from_millis;
+        let mut m = Vec::new();
+        let (lost, left) = sb.rack_detect(t + ms(4), t, 501, ms(5), &mut m);
+        assert_eq!((lost, left), (0, Some(ms(1))), "inside the window");
+        let (lost, left) = sb.rack_detect(t + ms(5), t, 501, ms(5), &mut m);
+        assert_eq!((lost, left), (200, None)); // segs 1..101 and 101..201
+        assert_eq!(m, vec![(1, 101, ms(0)), (101, 201, ms(0))]);
         assert_eq!(sb.pipe(), 100); // only the last one
         assert_eq!(sb.next_lost(), Some(0));
-        sb.on_retransmit(0, t, true);
+        sb.on_retransmit(0, t + ms(6), true);
         assert_eq!(sb.pipe(), 200);
-        // marking again does not re-mark the retransmitted one
-        assert_eq!(sb.mark_lost_by_sack(3), 0);
+        // the retransmission was sent after the RACK segment: not lost
+        assert_eq!(sb.rack_detect(t + ms(20), t, 501, ms(5), &mut m), (0, None));
+        // a delivery sent after it (and after the last segment) makes the
+        // last one lost at once, the retransmission once its window ends
+        assert_eq!(
+            sb.rack_detect(t + ms(8), t + ms(7), 701, ms(5), &mut m),
+            (100, Some(ms(3)))
+        );
+        assert_eq!(
+            sb.rack_detect(t + ms(11), t + ms(7), 701, ms(5), &mut m),
+            (100, None)
+        );
+        sb.on_retransmit(0, t + ms(12), true);
+        sb.on_retransmit(5, t + ms(12), true);
         let acked = sb.ack_to(101);
         assert_eq!(acked.bytes, 100);
         assert!(acked.any_retransmitted);
@@ -568,7 +635,7 @@ mod tests {
         // three SACKed, then the two below them deemed lost
         sb.sack(201, 501);
         assert_eq!(fates(&mut sb), vec![(100, acked); 3]);
-        sb.mark_lost_by_sack(3);
+        sb.rack_detect(t2, t, 501, std::time::Duration::ZERO, &mut Vec::new());
         assert_eq!(fates(&mut sb), vec![(100, SegFate::Lost); 2]);
         assert!(fates(&mut sb).is_empty(), "drained");
         // the first is retransmitted, then cumulatively acknowledged with

@@ -110,8 +110,16 @@ pub struct ConnStats {
     pub segments_received: u64,
     /// Segments retransmitted.
     pub retransmits: u64,
-    /// Loss events detected by duplicate ACKs / SACK (fast retransmits).
+    /// Loss events detected by RACK (with SACK) or duplicate ACKs
+    /// (without): fast retransmits.
     pub fast_retransmits: u64,
+    /// Spurious retransmissions: segments the peer reported as received
+    /// twice in a DSACK block (RFC 2883). The endpoint only sends a segment
+    /// twice when it retransmits, so each is a retransmission that was not
+    /// needed (or a duplicate made by the network).
+    pub spurious_retransmits: u64,
+    /// Bytes in those DSACK blocks.
+    pub spurious_bytes: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
     /// Smoothed RTT.

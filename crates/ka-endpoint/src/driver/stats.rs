@@ -108,6 +108,9 @@ pub struct FlowSummary {
     pub mode_changes: u64,
     /// Segments retransmitted during the flow.
     pub retransmits: u64,
+    /// Of those, the ones the peer reported as received twice (DSACK):
+    /// spurious retransmissions.
+    pub spurious_retransmits: u64,
     /// Whether KA was negotiated.
     pub ka_enabled: bool,
     /// Whether XCP was negotiated.
@@ -168,6 +171,7 @@ impl StreamStats {
             time_tcp: fct - time_ka,
             mode_changes: st.mode_changes,
             retransmits: st.retransmits,
+            spurious_retransmits: st.spurious_retransmits,
             ka_enabled: st.ka_enabled,
             xcp_enabled: st.xcp_enabled,
             final_mode: st.mode,

@@ -38,6 +38,7 @@ pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) ->
         "time_tcp_s": f.time_tcp.as_secs_f64(),
         "mode_changes": f.mode_changes,
         "retransmits": f.retransmits,
+        "spurious_retransmits": f.spurious_retransmits,
         "ecn": f.ecn,
         "ece_reactions": f.ece_reactions,
         "ce_received": f.ce_received,
@@ -109,6 +110,7 @@ mod tests {
             time_tcp: Duration::from_secs(1),
             mode_changes: 1,
             retransmits: 0,
+            spurious_retransmits: 0,
             ka_enabled: true,
             xcp_enabled: false,
             final_mode: Mode::Ka,
@@ -129,6 +131,7 @@ mod tests {
         assert_eq!(v["ka_time_frac"], 0.75);
         assert_eq!(v["mode_changes"], 1);
         assert_eq!(v["retransmits"], 0);
+        assert_eq!(v["spurious_retransmits"], 0);
         assert_eq!(v["role"], "send");
         assert_eq!(v["ecn"], false);
         assert_eq!(v["xcp_enabled"], false);

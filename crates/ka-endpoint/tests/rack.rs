@@ -1,0 +1,287 @@
+//! RACK loss detection (RFC 8985, DESIGN §6.9): reordering is not loss,
+//! a loss is repaired within one RTT plus the reordering window, DSACK
+//! widens the window and counts spurious retransmissions, and the KA mode
+//! machine stays in KA mode under reordering.
+mod common;
+
+use common::*;
+use ka_endpoint::{ConnHandle, ConnStats, Mode, ModeReason};
+use ka_router::PortConfig;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+const ONE_WAY: Duration = Duration::from_millis(10);
+
+/// A plain TCP pair (KA off) on a 10 Mbit/s link each way.
+fn tcp_net(seed: u64) -> Net {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, seed);
+    for p in [&mut net.ab, &mut net.ba] {
+        p.impair.rate_bps = Some(10_000_000);
+    }
+    net
+}
+
+/// Sends `len` bytes A → B, checks they arrive byte-exact within `max`,
+/// returns the sender's handle and statistics.
+fn transfer(net: &mut Net, len: usize, max: Duration) -> (ConnHandle, ConnStats) {
+    let h = net.connect(5001);
+    let data = payload(len, 7);
+    net.send_bulk(Side::A, h, data.clone(), false);
+    let ok = net.run_until(max, |n| {
+        n.accepted(5001)
+            .is_some_and(|hb| n.received(Side::B, hb).len() >= data.len())
+    });
+    let hb = net.accepted(5001).expect("accepted");
+    assert!(
+        ok,
+        "only {} of {len} bytes",
+        net.received(Side::B, hb).len()
+    );
+    assert!(net.received(Side::B, hb) == &data[..], "bytes differ");
+    let st = net.a.conn(h).expect("sender").stats();
+    eprintln!("done at {:?}: {st:?}", net.elapsed());
+    (h, st)
+}
+
+/// A hop that drops the `k`-th packet longer than 1000 bytes (from 0).
+fn drop_kth_data(net: &mut Net, k: u64) {
+    let n = Rc::new(Cell::new(0u64));
+    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
+        if pkt.len() <= 1000 {
+            return false;
+        }
+        let i = n.get();
+        n.set(i + 1);
+        i == k
+    })));
+}
+
+/// Send times of the data segments of sequence number `seq` that A sent.
+fn sends_of(net: &Net, seq: u32) -> Vec<Duration> {
+    net.sent_a
+        .iter()
+        .filter(|s| s.seq == seq && s.tcp_payload > 0)
+        .map(|s| s.at - net.base)
+        .collect()
+}
+
+/// The sequence number of the `k`-th data packet longer than 1000 bytes.
+fn kth_data_seq(net: &Net, k: usize) -> u32 {
+    net.sent_a
+        .iter()
+        .filter(|s| s.len > 1000)
+        .nth(k)
+        .expect("sent")
+        .seq
+}
+
+/// Held back by less than one packet time behind two later packets (fewer
+/// than DupThresh SACKed above it): no reordering seen yet, and still no
+/// retransmission, as with duplicate-ACK counting.
+#[test]
+fn shallow_reordering_is_not_retransmitted() {
+    let mut net = tcp_net(1);
+    // 1.2 ms per full packet at 10 Mbit/s: 2.5 ms lets two overtake it
+    net.ab.impair.late_data = vec![(40, Duration::from_micros(2_500))];
+    let (_, st) = transfer(&mut net, 300_000, Duration::from_secs(10));
+    assert_eq!(net.ab.reordered, 1);
+    assert_eq!((st.retransmits, st.fast_retransmits, st.rtos), (0, 0, 0));
+    assert_eq!(st.spurious_retransmits, 0);
+}
+
+/// The first deep reordering (more than DupThresh packets overtake it)
+/// before any reordering was seen is taken for a loss (RFC 8985's zero
+/// window); the DSACK for it counts the spurious retransmission and opens
+/// the window, so the next reordering of the same depth is not retransmitted.
+#[test]
+fn dsack_opens_the_window_after_a_spurious_retransmission() {
+    let mut net = tcp_net(2);
+    net.record_a = true;
+    // 4 ms: three packets overtake it; min_rtt/4 is above 5 ms
+    let late = Duration::from_millis(4);
+    net.ab.impair.late_data = vec![(40, late), (200, late), (300, late)];
+    let (_, st) = transfer(&mut net, 600_000, Duration::from_secs(10));
+    assert_eq!(net.ab.reordered, 3);
+    assert_eq!(st.retransmits, 1, "only the first one: {st:?}");
+    assert_eq!(st.spurious_retransmits, 1, "the DSACK came back");
+    assert_eq!(sends_of(&net, kth_data_seq(&net, 200)).len(), 1);
+    assert_eq!(sends_of(&net, kth_data_seq(&net, 300)).len(), 1);
+}
+
+/// A lost segment is retransmitted within one RTT (plus the reordering
+/// window, zero here: no reordering seen) of its transmission, without an
+/// RTO.
+#[test]
+fn lost_segment_is_retransmitted_within_an_rtt() {
+    let mut net = tcp_net(3);
+    net.record_a = true;
+    drop_kth_data(&mut net, 60);
+    let (h, st) = transfer(&mut net, 400_000, Duration::from_secs(10));
+    assert_eq!((st.retransmits, st.fast_retransmits, st.rtos), (1, 1, 0));
+    assert_eq!(st.spurious_retransmits, 0);
+    let sends = sends_of(&net, kth_data_seq(&net, 60));
+    assert_eq!(sends.len(), 2, "{sends:?}");
+    let srtt = net.a.conn(h).unwrap().stats().srtt.unwrap();
+    let took = sends[1] - sends[0];
+    // the first later segment's ACK comes one RTT (plus its queueing)
+    // after the lost one was sent; 2 ms for one packet time each way
+    assert!(
+        took <= srtt + Duration::from_millis(3),
+        "retransmitted {took:?} after the first send (srtt {srtt:?})"
+    );
+}
+
+/// After reordering has been seen, a loss waits for the reordering window
+/// too: still within one RTT plus min_rtt/4 (times the DSACK multiplier).
+#[test]
+fn loss_after_reordering_waits_for_the_window_only() {
+    let mut net = tcp_net(4);
+    net.record_a = true;
+    net.ab.impair.late_data = vec![(30, Duration::from_millis(4))];
+    // the filter counts the packets before the link: the 150th
+    drop_kth_data(&mut net, 150);
+    let (h, st) = transfer(&mut net, 400_000, Duration::from_secs(10));
+    assert_eq!(st.rtos, 0);
+    assert_eq!(st.retransmits, 2, "the spurious one and the lost one");
+    let sends = sends_of(&net, kth_data_seq(&net, 150));
+    assert_eq!(sends.len(), 2, "{sends:?}");
+    let c = net.a.conn(h).unwrap();
+    let srtt = c.stats().srtt.unwrap();
+    let min_rtt = c.rtt().min_rtt().unwrap();
+    // one DSACK round: reo_wnd = 2 · min_rtt / 4
+    let window = (min_rtt / 2).min(srtt);
+    let took = sends[1] - sends[0];
+    assert!(
+        took <= srtt + window + Duration::from_millis(3),
+        "retransmitted {took:?} after the first send (srtt {srtt:?}, window {window:?})"
+    );
+    assert!(
+        took >= min_rtt + window / 2,
+        "waited for the window: {took:?}"
+    );
+}
+
+/// Without SACK the connection falls back to duplicate-ACK counting.
+#[test]
+fn without_sack_three_duplicate_acks_still_repair_a_loss() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    tcp.sack = false;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 5);
+    net.ab.impair.rate_bps = Some(10_000_000);
+    drop_kth_data(&mut net, 60);
+    let (_, st) = transfer(&mut net, 400_000, Duration::from_secs(10));
+    assert_eq!((st.retransmits, st.fast_retransmits, st.rtos), (1, 1, 0));
+}
+
+/// 2 % of the data packets arrive 3 ms late (a dozen packets overtake each
+/// at 50 Mbit/s; min_rtt/4 is 5 ms) over 20 MB of plain TCP: at most 1 %
+/// of the reordered packets are retransmitted (only the first, before a
+/// DSACK shows reordering), and the bytes arrive exact.
+#[test]
+fn two_percent_reordering_tcp() {
+    let mut net = tcp_net(6);
+    net.ab.impair.rate_bps = Some(50_000_000);
+    net.ab.impair.reorder = 0.02;
+    net.ab.impair.reorder_extra = Duration::from_millis(3);
+    let (_, st) = transfer(&mut net, 20_000_000, Duration::from_secs(60));
+    let reordered = net.ab.reordered;
+    eprintln!(
+        "reordered {reordered}, retransmits {}, spurious (DSACK) {}",
+        st.retransmits, st.spurious_retransmits
+    );
+    assert!(reordered > 200, "{reordered}");
+    assert!(
+        st.retransmits * 100 <= reordered,
+        "{} retransmissions for {reordered} reordered packets",
+        st.retransmits
+    );
+    assert_eq!(st.rtos, 0);
+}
+
+/// The same reordering behind a KA router port (20 Mbit/s): the flow
+/// enters KA mode once and stays there (reordering is no loss), with no
+/// more spurious retransmissions than the plain TCP flow.
+#[test]
+fn two_percent_reordering_stays_in_ka_mode() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = true;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 7);
+    let mut pc = PortConfig::new(20_000_000);
+    pc.initial_rtt = 2 * ONE_WAY;
+    let now = net.now;
+    net.ab.hops.push(Hop::port(pc, now));
+    net.ab.impair.reorder = 0.02;
+    net.ab.impair.reorder_extra = Duration::from_millis(3);
+    let (h, st) = transfer(&mut net, 10_000_000, Duration::from_secs(60));
+    let reordered = net.ab.reordered;
+    let changes = net.mode_changes(h);
+    eprintln!(
+        "reordered {reordered}, retransmits {}, spurious {}, in KA {:?} of {:?}, changes {changes:?}",
+        st.retransmits,
+        st.spurious_retransmits,
+        st.time_in_ka,
+        net.elapsed()
+    );
+    assert!(reordered > 100, "{reordered}");
+    assert!(st.retransmits * 100 <= reordered, "{st:?}");
+    assert_eq!(changes.len(), 1, "entered KA mode once: {changes:?}");
+    assert_eq!(changes[0].1.to, Mode::Ka);
+    assert_eq!(changes[0].1.reason, ModeReason::Signal);
+    assert_eq!(st.mode, Mode::Ka);
+    assert!(
+        st.time_in_ka.as_secs_f64() >= 0.9 * net.elapsed().as_secs_f64(),
+        "{:?} in KA mode of {:?}",
+        st.time_in_ka,
+        net.elapsed()
+    );
+}
+
+/// Reordering as ka-router's impairment stage makes it: 2 % of the data
+/// packets skip the 10 ms delay line and arrive ahead of 10 ms of packets.
+/// RACK's window starts at min_rtt/4 (about 2.5 ms, the early packets
+/// themselves set min_rtt) and must grow by DSACK rounds to about 10 ms,
+/// (or jump there with the gap a DSACK proved), so the first reorderings
+/// cause spurious retransmissions and, in KA mode, loss events; once the
+/// window has grown there are none (measured: 1 over 10 MB, 2 over 50 MB
+/// where 1356 packets were reordered; DESIGN §6.9). The bounds checked
+/// here are for 10 MB.
+#[test]
+fn reordering_ahead_of_the_delay_line_widens_the_window() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = true;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 8);
+    let mut pc = PortConfig::new(20_000_000);
+    pc.initial_rtt = 2 * ONE_WAY;
+    let now = net.now;
+    net.ab.hops.push(Hop::port(pc, now));
+    net.ab.impair.reorder = 0.02;
+    net.ab.impair.reorder_early = true;
+    let (h, st) = transfer(&mut net, 10_000_000, Duration::from_secs(60));
+    let reordered = net.ab.reordered;
+    let changes = net.mode_changes(h);
+    eprintln!(
+        "reordered {reordered}, retransmits {}, spurious {}, loss events {}, in KA {:?} of {:?}, {} mode changes",
+        st.retransmits,
+        st.spurious_retransmits,
+        st.fast_retransmits,
+        st.time_in_ka,
+        net.elapsed(),
+        changes.len()
+    );
+    assert!(reordered > 100, "{reordered}");
+    assert_eq!(st.rtos, 0);
+    // nothing is lost on this path: every retransmission was spurious and
+    // came back as a DSACK
+    assert_eq!(st.retransmits, st.spurious_retransmits);
+    assert!(st.retransmits * 20 <= reordered, "{st:?}");
+    assert!(
+        st.time_in_ka.as_secs_f64() >= 0.8 * net.elapsed().as_secs_f64(),
+        "{:?} in KA mode of {:?}",
+        st.time_in_ka,
+        net.elapsed()
+    );
+}
