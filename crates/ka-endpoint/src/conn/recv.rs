@@ -124,9 +124,13 @@ impl RecvBuffer {
             out.filled_hole = out.in_order > before;
         } else {
             out.out_of_order = true;
-            let added = self.store_ooo(start, piece);
+            let (added, capped) = self.store_ooo(start, piece);
             if added == 0 {
-                out.duplicate = true;
+                // nothing new held: a duplicate only if every byte was
+                // already here; a segment dropped for the range cap must
+                // not be reported (a DSACK above the cumulative ACK reads
+                // as a SACK, and the sender would never resend it)
+                out.duplicate = !capped;
             } else {
                 self.recent.retain(|&s| s != start);
                 self.recent.push_front(start);
@@ -164,8 +168,9 @@ impl RecvBuffer {
     }
 
     /// Stores the parts of `[start, start+len)` not already held; merges
-    /// with neighbours. Returns new bytes stored.
-    fn store_ooo(&mut self, start: u64, piece: &[u8]) -> usize {
+    /// with neighbours. Returns new bytes stored and whether some part was
+    /// dropped for the range cap.
+    fn store_ooo(&mut self, start: u64, piece: &[u8]) -> (usize, bool) {
         let end = start + piece.len() as u64;
         // gaps of [start, end) not covered by existing ranges
         let mut gaps: Vec<(u64, u64)> = Vec::new();
@@ -193,9 +198,10 @@ impl RecvBuffer {
             gaps.push((cursor, end));
         }
         if gaps.is_empty() {
-            return 0;
+            return (0, false);
         }
         let mut added = 0;
+        let mut capped = false;
         for (gs, ge) in gaps {
             let a = (gs - start) as usize;
             let b = (ge - start) as usize;
@@ -212,6 +218,7 @@ impl RecvBuffer {
             let next_adjacent = self.ooo.contains_key(&ge);
             if prev.is_none() && !next_adjacent && self.ooo.len() >= self.max_ranges {
                 self.dropped_ooo += 1;
+                capped = true;
                 continue;
             }
             let mut buf = match prev {
@@ -227,7 +234,7 @@ impl RecvBuffer {
             self.ooo_bytes += bytes.len();
             added += bytes.len();
         }
-        added
+        (added, capped)
     }
 
     /// Up to `max` SACK blocks (absolute sequence ranges), the range holding
@@ -346,10 +353,12 @@ mod tests {
         rb.insert(&mut nxt, 111, &bytes(111..121), 10_001); // adjacent: merged
         rb.insert(&mut nxt, 201, &bytes(201..211), 10_001);
         assert_eq!(rb.sack_blocks(4), vec![(201, 211), (101, 121)]);
-        // third separate range exceeds the cap of 2 → dropped
+        // third separate range exceeds the cap of 2 → dropped, and not
+        // a duplicate (that would be DSACKed as if it were held)
         let r = rb.insert(&mut nxt, 301, &bytes(301..311), 10_001);
-        assert!(r.duplicate);
+        assert!(!r.duplicate);
         assert_eq!(rb.dropped_ooo, 1);
+        assert_eq!(rb.sack_blocks(4), vec![(201, 211), (101, 121)]);
         // but extending an existing range is fine
         rb.insert(&mut nxt, 211, &bytes(211..221), 10_001);
         assert_eq!(rb.ooo_bytes(), 40);
