@@ -184,7 +184,8 @@ pub mod stack;
 pub mod udp;
 
 pub use cc::{
-    Bbr, BbrConfig, BbrState, CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp, XcpVariant,
+    Bbr, BbrConfig, BbrState, CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp,
+    XcpVariant,
 };
 pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};
 pub use conn::{

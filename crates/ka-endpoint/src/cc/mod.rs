@@ -235,9 +235,7 @@ impl CcAlgorithm {
             CcAlgorithm::Xcp => Some(XcpVariant::Window),
             CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
             CcAlgorithm::XcpRatePure => Some(XcpVariant::PureRate),
-            CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc | CcAlgorithm::Bbr => {
-                None
-            }
+            CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc | CcAlgorithm::Bbr => None,
         }
     }
 

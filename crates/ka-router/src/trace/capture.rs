@@ -408,8 +408,7 @@ impl<R: Read> CaptureReader<R> {
                 // In 128 bits: a file may declare up to 2⁶³ units per
                 // second (if_tsresol), and the remainder times 10⁹ would
                 // overflow 64. The quotient is below 10⁹.
-                let nanos =
-                    u128::from(raw % i.units) * 1_000_000_000 / u128::from(i.units);
+                let nanos = u128::from(raw % i.units) * 1_000_000_000 / u128::from(i.units);
                 let ts = Duration::new(raw / i.units, nanos as u32);
                 self.last_ts = ts;
                 Ok(Some(Record {

@@ -262,14 +262,10 @@ impl Bbr {
         }
     }
 
+    /// The windowed max filter; like Linux's `minmax`, old maxima only
+    /// expire when a sample enters, so a stretch of application-limited
+    /// (ignored) samples keeps the estimate.
     fn update_btlbw(&mut self, rs: &RateSample) {
-        while self
-            .btlbw
-            .front()
-            .is_some_and(|&(round, _)| round + BTLBW_FILTER_ROUNDS <= self.round_count)
-        {
-            self.btlbw.pop_front();
-        }
         let Some(rate) = rs.delivery_rate else {
             return;
         };
@@ -277,6 +273,13 @@ impl Bbr {
         // than the model knows.
         if rs.app_limited && rate < self.btlbw() {
             return;
+        }
+        while self
+            .btlbw
+            .front()
+            .is_some_and(|&(round, _)| round + BTLBW_FILTER_ROUNDS <= self.round_count)
+        {
+            self.btlbw.pop_front();
         }
         while self.btlbw.back().is_some_and(|&(_, bw)| bw <= rate) {
             self.btlbw.pop_back();
