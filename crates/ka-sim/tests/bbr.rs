@@ -27,13 +27,18 @@ fn mean(r: &RunResult, metric: Metric, entity: &str, from: f64, to: f64) -> f64 
     r.series.mean_between(metric, entity, from, to).unwrap()
 }
 
+/// One long-lived flow of `kind` alone on the dumbbell for 20 s.
+fn alone(kind: &str) -> RunResult {
+    let text = ScenarioToml::new(kind, 20.0)
+        .dumbbell(C / 1e6, 40.0, BUFFER, "droptail")
+        .group(kind, kind, 1, 1, &long_lived(""))
+        .text();
+    run(&text)
+}
+
 #[test]
 fn one_bbr_flow_fills_the_link_with_a_short_queue() {
-    let text = ScenarioToml::new("bbr", 20.0)
-        .dumbbell(C / 1e6, 40.0, BUFFER, "droptail")
-        .group("bbr", "tcp-bbr", 1, 1, &long_lived(""))
-        .text();
-    let r = run(&text);
+    let r = alone("tcp-bbr");
     assert_eq!(r.flows[0].kind.label(), "tcp-bbr");
     let goodput = mean(&r, Metric::ThroughputBps, "flow:0", 2.0, 20.0);
     let q = mean(&r, Metric::QueuePkts, "port:bottleneck", 2.0, 20.0);
@@ -50,6 +55,11 @@ fn one_bbr_flow_fills_the_link_with_a_short_queue() {
     // controller fills.
     assert!(q < 0.25 * BUFFER as f64, "mean queue {q} packets");
     assert!(loss < 0.01, "loss {loss}");
+    // CUBIC on the same path keeps a standing queue several times longer.
+    let cubic = alone("tcp-cubic");
+    let cq = mean(&cubic, Metric::QueuePkts, "port:bottleneck", 2.0, 20.0);
+    eprintln!("tcp-cubic alone: mean queue {cq:.1} packets");
+    assert!(q < 0.5 * cq, "bbr queue {q} vs cubic {cq}");
 }
 
 #[test]
