@@ -3,6 +3,7 @@
 //! serialises wire bytes at a fixed rate, a fixed propagation delay and an
 //! ACK per segment.
 
+use super::sampler::Sampler;
 use super::*;
 use crate::cc::events::tests::{ack, loss, packet_acked, packet_sent};
 use std::collections::VecDeque;
@@ -388,4 +389,37 @@ fn app_limited_samples_do_not_lower_the_estimate() {
     // 50 round trips later, far past the 10-round window: still the
     // high rate, because the low samples were app-limited.
     assert_eq!(b.btlbw(), high);
+}
+
+#[test]
+fn rate_sample_is_delivered_bytes_over_the_longer_of_send_and_ack_intervals() {
+    let mut s = Sampler::default();
+    let t0 = Instant::now();
+    // 10 segments 1 ms apart, ACKed 2 ms apart from 40 ms on: the ACK
+    // interval (58 ms) is the longer one.
+    for k in 0..10u32 {
+        s.on_sent(t0 + ms(1) * k, MSS);
+    }
+    assert_eq!(s.inflight(), 10 * MSS as u64);
+    let mut last = None;
+    for k in 0..10u32 {
+        last = s.on_acked(t0 + ms(40) + ms(2) * k, t0 + ms(1) * k, Some(ms(40)), None);
+    }
+    let rs = last.expect("tracked");
+    let want = 10.0 * MSS as f64 / 0.058;
+    let got = rs.delivery_rate.expect("long enough");
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    assert_eq!(
+        (rs.prior_delivered, s.delivered(), s.inflight()),
+        (0, 10 * MSS as u64, 0)
+    );
+    // An interval shorter than the minimum RTT gives no rate; an unknown
+    // transmission gives no sample; a loss leaves the flight.
+    s.on_sent(t0 + ms(100), MSS);
+    s.on_sent(t0 + ms(100), MSS);
+    let short = s.on_acked(t0 + ms(101), t0 + ms(100), None, Some(ms(40)));
+    assert_eq!(short.map(|r| r.delivery_rate), Some(None));
+    assert!(s.on_acked(t0 + ms(101), t0 + ms(99), None, None).is_none());
+    s.on_lost(t0 + ms(100));
+    assert_eq!(s.inflight(), 0);
 }
