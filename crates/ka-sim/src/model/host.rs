@@ -118,6 +118,11 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             t.ka.enabled = false;
             t.cc = CcAlgorithm::Pcc;
         }
+        FlowKind::TcpBbr => {
+            // rate-based too: paced at BBR's rate
+            t.ka.enabled = false;
+            t.cc = CcAlgorithm::Bbr;
+        }
         FlowKind::Rcp => {
             // The native-RCP carrier: the KA mode machine on IPv4 RCP
             // options (DESIGN §7.1); NewReno if it ever falls back.

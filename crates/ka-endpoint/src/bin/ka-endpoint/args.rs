@@ -292,6 +292,9 @@ pub enum CcArg {
     /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized rate trials and a
     /// latency-aware utility.
     Pcc,
+    /// BBR v1: model-based (bottleneck bandwidth and propagation RTT), paced, with Startup,
+    /// Drain, ProbeBW and ProbeRTT states.
+    Bbr,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -315,6 +318,7 @@ impl Common {
             CcArg::XcpRate => CcAlgorithm::XcpRate,
             CcArg::XcpRatePure => CcAlgorithm::XcpRatePure,
             CcArg::Pcc => CcAlgorithm::Pcc,
+            CcArg::Bbr => CcAlgorithm::Bbr,
         };
         stack.tcp.hystart = self.hystart;
         stack.tcp.ecn = match self.ecn {
@@ -481,6 +485,15 @@ mod tests {
         assert!(!cfg.stack.tcp.ka.enabled);
         let cc = cfg.stack.tcp.cc.build(1448, 14_480);
         assert_eq!(cc.name(), "pcc");
+        assert!(cc.rate_based());
+    }
+
+    #[test]
+    fn cc_bbr_selects_the_paced_model_based_controller() {
+        let cfg = send_config(&["--cc", "bbr"]);
+        assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Bbr);
+        let cc = cfg.stack.tcp.cc.build(1448, 14_480);
+        assert_eq!(cc.name(), "bbr");
         assert!(cc.rate_based());
     }
 
