@@ -205,26 +205,34 @@ pub trait Controller: ControllerClone + Send + fmt::Debug {
     }
 }
 
-/// Which TCP-mode algorithm a connection uses.
+/// Which TCP-mode algorithm a connection uses (also `ka-endpoint --cc`,
+/// whose values are the kebab-case names: `newreno`, `cubic`, `xcp`,
+/// `xcp-rate`, `xcp-rate-pure`, `pcc`, `bbr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum CcAlgorithm {
     /// RFC 5681/6582 NewReno.
     #[default]
+    #[cfg_attr(feature = "cli", value(name = "newreno"))]
     NewReno,
     /// RFC 9438 CUBIC.
     Cubic,
-    /// XCP, window-based (DESIGN §7.2): offers XCP in the SYN; NewReno if
-    /// the peer does not take it up.
+    /// XCP, window-based (DESIGN §7.2): the window follows the routers'
+    /// per-packet feedback; offered in the SYN, NewReno if the peer does not
+    /// take it up.
     Xcp,
-    /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
-    /// does not take it up.
+    /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an
+    /// RTT; NewReno if the peer does not take it up.
     XcpRate,
-    /// XCP, purely rate-based ([`XcpVariant::PureRate`]); NewReno if the
+    /// XCP, purely rate-based: paced at cwnd / min RTT (the rate moves
+    /// only with feedback), each feedback spread over an RTT; NewReno if the
     /// peer does not take it up.
     XcpRatePure,
-    /// PCC Vivace (rate-based; see [`Pcc`]).
+    /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized
+    /// rate trials and a latency-aware utility (`Pcc`).
     Pcc,
-    /// BBR v1 (model-based, paced; see [`Bbr`]).
+    /// BBR v1: model-based (bottleneck bandwidth and propagation RTT),
+    /// paced, with Startup, Drain, ProbeBW and ProbeRTT states (`Bbr`).
     Bbr,
 }
 

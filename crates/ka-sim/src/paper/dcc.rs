@@ -194,6 +194,18 @@ pub(super) fn middle_bps(r: &RunResult) -> f64 {
         .map_or(1.0, |h| h.capacity_bps as f64)
 }
 
+/// The seed's Fig. 2 panel: CDFs of the flow completion time.
+pub(super) fn fct_cdf_panel(title: &str, cdf: Vec<Curve>) -> Panel {
+    Panel {
+        title: title.into(),
+        x_label: "flow completion time (s)".into(),
+        y_label: "CDF".into(),
+        curves: cdf,
+        y_range: Some((0.0, 1.02)),
+        ..Panel::default()
+    }
+}
+
 fn s3(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.2} s"))
 }
@@ -367,20 +379,15 @@ impl Experiment for Dcc {
             });
         }
         let mut panels = vec![
-            Panel {
-                title: match self {
+            fct_cdf_panel(
+                match self {
                     Dcc::Fig2 | Dcc::Fig2Modern => {
                         "(a) CDF of the flow completion time (seed Fig. 2)"
                     }
                     Dcc::Udp => "(a) CDF of the TCP flows' completion time",
-                }
-                .into(),
-                x_label: "flow completion time (s)".into(),
-                y_label: "CDF".into(),
-                curves: cdf,
-                y_range: Some((0.0, 1.02)),
-                ..Panel::default()
-            },
+                },
+                cdf,
+            ),
             Panel {
                 title: "(b) Jain's index of the concurrent flows' rates (1 s windows)".into(),
                 x_label: "time (s)".into(),

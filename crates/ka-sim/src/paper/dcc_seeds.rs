@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-use super::dcc::{fcts, mean_of, middle_bps, windows};
+use super::dcc::{fct_cdf_panel, fcts, mean_of, middle_bps, windows};
 use crate::engine::to_secs;
 use crate::paper::claims::Claim;
 use crate::results::RunResult;
@@ -309,14 +309,10 @@ pub fn panels(results: &[(&str, RunResult)]) -> Vec<Panel> {
         });
     }
     vec![
-        Panel {
-            title: "(a) CDF of the flow completion time, all seeds (seed Fig. 2)".into(),
-            x_label: "flow completion time (s)".into(),
-            y_label: "CDF".into(),
-            curves: cdf,
-            y_range: Some((0.0, 1.02)),
-            ..Panel::default()
-        },
+        fct_cdf_panel(
+            "(a) CDF of the flow completion time, all seeds (seed Fig. 2)",
+            cdf,
+        ),
         Panel {
             title: "(b) Mean FCT per seed".into(),
             x_label: "seed index".into(),
