@@ -172,27 +172,27 @@ pub const MIDDLEBOX_TICK: SimTime = 1_000_000;
 #[serde(deny_unknown_fields)]
 pub struct DccTopology {
     /// Rate of every host link, Mbit/s. Default 100.
-    #[serde(default = "default_local")]
+    #[serde(default = "float::<100>")]
     pub local_mbps: f64,
     /// One-way delay of every host link, ms. Default 1.
-    #[serde(default = "default_local_delay")]
+    #[serde(default = "float::<1>")]
     pub local_delay_ms: f64,
     /// Rate of the middle segment, Mbit/s. Default 1.
-    #[serde(default = "default_middle")]
+    #[serde(default = "float::<1>")]
     pub middle_mbps: f64,
     /// One-way delay of the middle segment, ms. Default 48 (a 100 ms RTT
     /// with the host links).
-    #[serde(default = "default_middle_delay")]
+    #[serde(default = "float::<48>")]
     pub middle_delay_ms: f64,
     /// Queue of the middle segment's ports, packets. Default 50 (ns-2's
     /// default queue, the simulator of the seed's era).
-    #[serde(default = "default_middle_queue")]
+    #[serde(default = "count::<50>")]
     pub middle_queue_pkts: usize,
     /// Queue discipline of the middle segment's ports. Default drop-tail.
     #[serde(default)]
     pub middle_queue: QdiscConfig,
     /// Queue of the aggregate ports, packets. Default 100.
-    #[serde(default = "default_mb_queue")]
+    #[serde(default = "count::<100>")]
     pub middlebox_queue_pkts: usize,
     /// What the local segments run. Default `lccp`.
     #[serde(default)]
@@ -215,23 +215,14 @@ pub struct DccTopology {
     pub reverse_aggregate: Option<AggregateSpec>,
 }
 
-fn default_local() -> f64 {
-    100.0
+/// A serde default of `N` (for `#[serde(default = "float::<N>")]`).
+fn float<const N: u32>() -> f64 {
+    f64::from(N)
 }
-fn default_local_delay() -> f64 {
-    1.0
-}
-fn default_middle() -> f64 {
-    1.0
-}
-fn default_middle_delay() -> f64 {
-    48.0
-}
-fn default_middle_queue() -> usize {
-    50
-}
-fn default_mb_queue() -> usize {
-    100
+
+/// A serde default of `N` (for `#[serde(default = "count::<N>")]`).
+fn count<const N: usize>() -> usize {
+    N
 }
 
 /// What the local segments run.
