@@ -148,8 +148,8 @@
 use std::time::Duration;
 
 use ka_codec::scale::Scale;
+use ka_router::PortConfig;
 use ka_router::qdisc::QdiscConfig;
-use ka_router::{ImpairConfig, PortConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::SimTime;
@@ -377,46 +377,36 @@ impl DccTopology {
         let local = |bps: u64| bps as f64 / 1e6;
         vec![
             Hop {
-                name: "ma".into(),
-                capacity_mbps: local(self.initial_bps(fwd)),
                 reverse_capacity_mbps: Some(self.local_mbps),
-                delay_ms: 0.0,
-                queue_pkts: self.middlebox_queue_pkts,
-                port: kind(fwd),
-                reverse_port: PortKind::Droptail,
-                queue: QdiscConfig::DropTail,
-                reverse_queue: QdiscConfig::DropTail,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "ma",
+                    local(self.initial_bps(fwd)),
+                    0.0,
+                    self.middlebox_queue_pkts,
+                    kind(fwd),
+                )
             },
             Hop {
-                name: "middle".into(),
-                capacity_mbps: self.middle_mbps,
-                reverse_capacity_mbps: None,
-                delay_ms: self.middle_delay_ms,
-                queue_pkts: self.middle_queue_pkts,
-                port: PortKind::Droptail,
-                reverse_port: PortKind::Droptail,
                 queue: self.middle_queue,
                 reverse_queue: self.middle_queue,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "middle",
+                    self.middle_mbps,
+                    self.middle_delay_ms,
+                    self.middle_queue_pkts,
+                    PortKind::Droptail,
+                )
             },
             Hop {
-                name: "mb".into(),
-                capacity_mbps: self.local_mbps,
                 reverse_capacity_mbps: Some(local(self.initial_bps(rev))),
-                delay_ms: 0.0,
-                queue_pkts: self.middlebox_queue_pkts,
-                port: PortKind::Droptail,
                 reverse_port: kind(rev),
-                queue: QdiscConfig::DropTail,
-                reverse_queue: QdiscConfig::DropTail,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "mb",
+                    self.local_mbps,
+                    0.0,
+                    self.middlebox_queue_pkts,
+                    PortKind::Droptail,
+                )
             },
         ]
     }
