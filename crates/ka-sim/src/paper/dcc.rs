@@ -68,8 +68,8 @@ pub enum Dcc {
 }
 
 /// The bound of the FCT claim: LCCP's mean FCT at most this fraction of
-/// end-to-end TCP's (the "at least 25 % below"; the seed reports
-/// 30–40 %).
+/// end-to-end TCP's: at least 25 % below, the lower end of the seed's
+/// 30–40 % with room for seed-to-seed spread.
 pub const LCCP_FCT_RATIO: f64 = 0.75;
 
 /// Fig. 2 variants and plot labels.
