@@ -505,3 +505,15 @@ impl fmt::Write for StackBuf {
         Ok(())
     }
 }
+
+/// A share written as a percentage (`"60%"`, `"0.5 %"`) or as a plain
+/// number (`"0.6"`): the value as a fraction (`60%` → 0.6) and whether it
+/// was written with `%`. `None` if it is not a number. No range check:
+/// each knob (probabilities, RWM shares and δ) has its own.
+pub fn percent_or_number(s: &str) -> Option<(f64, bool)> {
+    let t = s.trim();
+    match t.strip_suffix('%') {
+        Some(n) => n.trim_end().parse::<f64>().ok().map(|v| (v / 100.0, true)),
+        None => t.parse::<f64>().ok().map(|v| (v, false)),
+    }
+}

@@ -183,7 +183,10 @@ pub mod rtt;
 pub mod stack;
 pub mod udp;
 
-pub use cc::{CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp, XcpVariant};
+pub use cc::{
+    Bbr, BbrConfig, BbrState, CcAlgorithm, Controller, Cubic, NewReno, Pcc, PccConfig, Xcp,
+    XcpVariant,
+};
 pub use config::{EcnMode, KaConfig, ReassemblyConfig, StackConfig, TcpConfig, XcpConfig};
 pub use conn::{
     CloseReason, ConnStats, Connection, Event, LeftBy, Mode, ModeChange, ModeReason, State,

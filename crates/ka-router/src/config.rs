@@ -14,6 +14,14 @@ use crate::qdisc::QdiscConfig;
 pub use crate::controller::ControllerKind;
 pub use crate::controller::rcp::{QueueMeasure, RcpConfig, RcpUpdate};
 pub use crate::error::ConfigError;
+pub use crate::mode::ModeConfig;
+
+/// Slots of a port's `--stamp-every` table by default
+/// ([`PortConfig::stamp_slots`]; DESIGN §3.9): 4096.
+pub const STAMP_SLOTS: usize = 4096;
+
+/// Largest `--stamp-every` table a port builds (2²⁰ slots, 56 MiB).
+pub const MAX_STAMP_SLOTS: usize = 1 << 20;
 
 /// What carries a port's signal: [`Signalling`] without its knobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -244,46 +252,6 @@ impl<'de> serde::Deserialize<'de> for StampEvery {
     }
 }
 
-/// Knobs of the router's TCP-mode detector (DESIGN §3.6).
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(default, deny_unknown_fields)
-)]
-pub struct ModeConfig {
-    /// Enter TCP mode when the queue holds at least
-    /// `ceil(threshold_frac · queue_limit)` packets (at least 1). Default 0.5.
-    pub threshold_frac: f64,
-    /// How long the queue must stay below the threshold before the port
-    /// leaves TCP mode. `None` (default) = one average RTT d, read when the
-    /// hold is evaluated.
-    #[cfg_attr(
-        feature = "serde",
-        serde(
-            with = "crate::serde_units::opt_duration",
-            skip_serializing_if = "Option::is_none"
-        )
-    )]
-    pub hold: Option<Duration>,
-    /// TCP mode needs at least this share of *foreign* bytes (DF set and
-    /// not an RTT indicator, i.e. not from a KA endpoint) among the
-    /// arrivals of about the last d, and ends when the share falls below
-    /// half of it. Default 0.1; 0 = the paper's queue-only rule. See the
-    /// `mode` module docs (a deviation from DESIGN §3.6).
-    pub foreign_frac: f64,
-}
-
-impl Default for ModeConfig {
-    fn default() -> Self {
-        Self {
-            threshold_frac: 0.5,
-            hold: None,
-            foreign_frac: 0.1,
-        }
-    }
-}
-
 /// Configuration of one direction of the router.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PortConfig {
@@ -333,9 +301,9 @@ pub struct PortConfig {
     pub stamp_every: StampEvery,
     /// Slots of the per-flow table behind `stamp_every` other than
     /// `packet` (rounded up to a power of two, 1 to
-    /// [`MAX_STAMP_SLOTS`](crate::signal::MAX_STAMP_SLOTS)); 56 bytes each,
+    /// [`MAX_STAMP_SLOTS`]); 56 bytes each,
     /// allocated once per port. Default
-    /// [`STAMP_SLOTS`](crate::signal::STAMP_SLOTS) (4096: 224 KiB). More
+    /// [`STAMP_SLOTS`] (4096: 224 KiB). More
     /// active flows than slots only add signals (DESIGN §3.9).
     pub stamp_slots: usize,
     /// RCP's knobs: the loop of every rate controller, and how the port
@@ -371,7 +339,7 @@ impl PortConfig {
             ipv6_signal: true,
             dither: false,
             stamp_every: StampEvery::Packet,
-            stamp_slots: crate::signal::STAMP_SLOTS,
+            stamp_slots: STAMP_SLOTS,
             rcp: RcpConfig::default(),
             mode: ModeConfig::default(),
             decrement_ttl: true,
@@ -437,7 +405,7 @@ impl PortConfig {
         if self.stamp_every == StampEvery::Every(Duration::ZERO) {
             return Err(ConfigError::BadValue("stamp_every"));
         }
-        if !(1..=crate::signal::MAX_STAMP_SLOTS).contains(&self.stamp_slots) {
+        if !(1..=MAX_STAMP_SLOTS).contains(&self.stamp_slots) {
             return Err(ConfigError::BadValue("stamp_slots"));
         }
         if self.scale.validate().is_err() {
@@ -483,7 +451,7 @@ impl PortConfig {
         if self.stamp_every == StampEvery::Every(Duration::ZERO) {
             self.stamp_every = StampEvery::Packet;
         }
-        self.stamp_slots = self.stamp_slots.clamp(1, crate::signal::MAX_STAMP_SLOTS);
+        self.stamp_slots = self.stamp_slots.clamp(1, MAX_STAMP_SLOTS);
         self.impair = self.impair.sanitized(self.delay);
         self
     }
@@ -548,7 +516,7 @@ pub struct RouterConfig {
 
 #[cfg(feature = "serde")]
 fn is_default_slots(n: &usize) -> bool {
-    *n == crate::signal::STAMP_SLOTS
+    *n == STAMP_SLOTS
 }
 
 impl Default for RouterConfig {
@@ -627,14 +595,4 @@ pub struct RouterFile {
     pub reverse_impair: Option<ImpairConfig>,
 }
 
-/// A share written as a percentage (`"60%"`, `"0.5 %"`) or as a plain
-/// number (`"0.6"`): the value as a fraction (`60%` → 0.6) and whether it
-/// was written with `%`. `None` if it is not a number. No range check:
-/// each knob (probabilities, RWM shares and δ) has its own.
-pub fn percent_or_number(s: &str) -> Option<(f64, bool)> {
-    let t = s.trim();
-    match t.strip_suffix('%') {
-        Some(n) => n.trim_end().parse::<f64>().ok().map(|v| (v / 100.0, true)),
-        None => t.parse::<f64>().ok().map(|v| (v, false)),
-    }
-}
+pub use ka_codec::units::percent_or_number;

@@ -175,7 +175,7 @@ impl ImpairConfig {
 /// fraction below 1 (`"0.01"`). A bare number of 1 or more is refused as
 /// ambiguous (tc reads `loss 1` as 1 %; write `1%` or `100%`).
 pub fn parse_probability(s: &str) -> Result<f64, String> {
-    let (v, percent) = crate::config::percent_or_number(s).ok_or_else(|| {
+    let (v, percent) = ka_codec::units::percent_or_number(s).ok_or_else(|| {
         format!("{s:?}: expected a percentage such as 1% or a fraction such as 0.01")
     })?;
     if !v.is_finite() || v < 0.0 {

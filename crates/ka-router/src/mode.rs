@@ -51,8 +51,6 @@
 //! recognised as foreign; if it alone fills the queue, the port keeps
 //! signalling and RCP lowers R instead of handing over to TCP mode.
 
-use crate::config::ModeConfig;
-
 /// Whether the port is signalling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Mode {
@@ -199,6 +197,46 @@ impl ModeDetector {
             self.mode = Mode::Ka;
             self.below_since = None;
             self.changes += 1;
+        }
+    }
+}
+
+/// Knobs of the router's TCP-mode detector (DESIGN §3.6).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
+pub struct ModeConfig {
+    /// Enter TCP mode when the queue holds at least
+    /// `ceil(threshold_frac · queue_limit)` packets (at least 1). Default 0.5.
+    pub threshold_frac: f64,
+    /// How long the queue must stay below the threshold before the port
+    /// leaves TCP mode. `None` (default) = one average RTT d, read when the
+    /// hold is evaluated.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            with = "crate::serde_units::opt_duration",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub hold: Option<std::time::Duration>,
+    /// TCP mode needs at least this share of *foreign* bytes (DF set and
+    /// not an RTT indicator, i.e. not from a KA endpoint) among the
+    /// arrivals of about the last d, and ends when the share falls below
+    /// half of it. Default 0.1; 0 = the paper's queue-only rule. See the
+    /// `mode` module docs (a deviation from DESIGN §3.6).
+    pub foreign_frac: f64,
+}
+
+impl Default for ModeConfig {
+    fn default() -> Self {
+        Self {
+            threshold_frac: 0.5,
+            hold: None,
+            foreign_frac: 0.1,
         }
     }
 }

@@ -6,7 +6,7 @@ use ka_sim::run::run_scenario;
 use ka_sim::scenario::{Scenario, TcpKnobs};
 
 mod support;
-use support::{ScenarioToml, on_off};
+use support::lone_tcp_flows_toml;
 
 /// The `[tcp]` table of the paper's Fig. 3 TCP scenario.
 fn paper_tcp() -> TcpKnobs {
@@ -19,18 +19,7 @@ fn paper_tcp() -> TcpKnobs {
 /// one sender alone on the paper's dumbbell (150 Mbit/s, RTT 100 ms), with
 /// `tcp`.
 fn lone_flow_fcts(packets: u32, tcp: TcpKnobs) -> Vec<f64> {
-    // Sizes in [n, n + 0.4] packets round to n.
-    let n = f64::from(packets);
-    let text = ScenarioToml::new("lone", 12.0)
-        .dumbbell(150.0, 100.0, 1000, "droptail")
-        .group(
-            "tcp",
-            "tcp-newreno",
-            1,
-            0,
-            &on_off(0.5, [n, n + 0.4], 1.8, n + 0.1),
-        )
-        .text();
+    let text = lone_tcp_flows_toml(packets);
     let mut s = Scenario::from_toml(&text).unwrap();
     s.tcp = tcp;
     let r = run_scenario(&s, None).unwrap();

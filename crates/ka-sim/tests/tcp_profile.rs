@@ -7,7 +7,7 @@ use ka_sim::run::run_scenario;
 use ka_sim::scenario::{NS2_WINDOW_BYTES, Scenario, TcpKnobs, TcpProfile};
 
 mod support;
-use support::{ScenarioToml, on_off};
+use support::{ScenarioToml, lone_tcp_flows_toml, on_off};
 
 /// `knobs` resolved (with a group profile `group`) and applied to a
 /// default connection config.
@@ -93,21 +93,10 @@ fn explicit_knobs_override_and_group_profile_replaces() {
 /// packets, one TCP sender alone on a 150 Mbit/s, 100 ms dumbbell, its
 /// group on `profile`.
 fn lone_flows(packets: u32, profile: &str) -> Vec<(f64, u64)> {
-    let n = f64::from(packets);
-    let text = ScenarioToml::new("lone", 12.0)
-        .dumbbell(150.0, 100.0, 1000, "droptail")
-        .group(
-            "tcp",
-            "tcp-newreno",
-            1,
-            0,
-            &on_off(0.5, [n, n + 0.4], 1.8, n + 0.1),
-        )
-        .text()
-        .replace(
-            "count = 1\n",
-            &format!("count = 1\ntcp_profile = \"{profile}\"\n"),
-        );
+    let text = lone_tcp_flows_toml(packets).replace(
+        "count = 1\n",
+        &format!("count = 1\ntcp_profile = \"{profile}\"\n"),
+    );
     let s = Scenario::from_toml(&text).unwrap();
     let r = run_scenario(&s, None).unwrap();
     let v: Vec<(f64, u64)> = r

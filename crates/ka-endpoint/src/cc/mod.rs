@@ -2,11 +2,12 @@
 //!
 //! [`Controller`] is shaped like quinn-proto's controller: the connection
 //! reports acknowledged bytes and congestion events, and asks for the
-//! congestion window and (optionally) a pacing rate. Three algorithms are
-//! provided: [`NewReno`] (RFC 5681 / RFC 6582 window arithmetic with byte
+//! congestion window and (optionally) a pacing rate. The algorithms:
+//! [`NewReno`] (RFC 5681 / RFC 6582 window arithmetic with byte
 //! counting), [`Cubic`] (RFC 9438 including the Reno-friendly region and
-//! fast convergence) and [`Pcc`] (PCC Vivace, a rate-based controller; see
-//! its module docs).
+//! fast convergence), [`Pcc`] (PCC Vivace, a rate-based controller; see
+//! its module docs), [`Bbr`] (BBR v1, model-based and paced; DESIGN
+//! §6.4.1) and the XCP senders.
 //!
 //! Division of labour with the connection:
 //!
@@ -48,6 +49,7 @@
 //! `Clone` through [`ControllerClone`], which every `Clone` controller has
 //! without writing anything.
 
+mod bbr;
 mod cubic;
 mod events;
 mod newreno;
@@ -55,6 +57,7 @@ mod pcc;
 mod window;
 mod xcp;
 
+pub use bbr::{Bbr, BbrConfig, BbrState};
 pub use cubic::{Cubic, CubicConfig};
 pub use events::{Ack, CongestionEvent, Feedback, PacketAcked, PacketLost, PacketSent};
 pub use newreno::{NewReno, NewRenoConfig};
@@ -160,7 +163,8 @@ pub trait Controller: ControllerClone + Send + fmt::Debug {
         let _ = feedback;
     }
 
-    /// A short name for logs and statistics ("newreno", "cubic", "pcc").
+    /// A short name for logs and statistics ("newreno", "cubic", "pcc",
+    /// "bbr").
     fn name(&self) -> &'static str;
 
     /// A data segment (new data or a retransmission) left; see
@@ -201,25 +205,35 @@ pub trait Controller: ControllerClone + Send + fmt::Debug {
     }
 }
 
-/// Which TCP-mode algorithm a connection uses.
+/// Which TCP-mode algorithm a connection uses (also `ka-endpoint --cc`,
+/// whose values are the kebab-case names: `newreno`, `cubic`, `xcp`,
+/// `xcp-rate`, `xcp-rate-pure`, `pcc`, `bbr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum CcAlgorithm {
     /// RFC 5681/6582 NewReno.
     #[default]
+    #[cfg_attr(feature = "cli", value(name = "newreno"))]
     NewReno,
     /// RFC 9438 CUBIC.
     Cubic,
-    /// XCP, window-based (DESIGN §7.2): offers XCP in the SYN; NewReno if
-    /// the peer does not take it up.
+    /// XCP, window-based (DESIGN §7.2): the window follows the routers'
+    /// per-packet feedback; offered in the SYN, NewReno if the peer does not
+    /// take it up.
     Xcp,
-    /// XCP, rate-based (seed `xcp-vs-rcp.txt` §4.2); NewReno if the peer
-    /// does not take it up.
+    /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an
+    /// RTT; NewReno if the peer does not take it up.
     XcpRate,
-    /// XCP, purely rate-based ([`XcpVariant::PureRate`]); NewReno if the
+    /// XCP, purely rate-based: paced at cwnd / min RTT (the rate moves
+    /// only with feedback), each feedback spread over an RTT; NewReno if the
     /// peer does not take it up.
     XcpRatePure,
-    /// PCC Vivace (rate-based; see [`Pcc`]).
+    /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized
+    /// rate trials and a latency-aware utility (`Pcc`).
     Pcc,
+    /// BBR v1: model-based (bottleneck bandwidth and propagation RTT),
+    /// paced, with Startup, Drain, ProbeBW and ProbeRTT states (`Bbr`).
+    Bbr,
 }
 
 impl CcAlgorithm {
@@ -229,7 +243,7 @@ impl CcAlgorithm {
             CcAlgorithm::Xcp => Some(XcpVariant::Window),
             CcAlgorithm::XcpRate => Some(XcpVariant::Rate),
             CcAlgorithm::XcpRatePure => Some(XcpVariant::PureRate),
-            CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc => None,
+            CcAlgorithm::NewReno | CcAlgorithm::Cubic | CcAlgorithm::Pcc | CcAlgorithm::Bbr => None,
         }
     }
 
@@ -270,6 +284,10 @@ impl CcAlgorithm {
                 mss,
                 initial_window,
                 ..PccConfig::default()
+            })),
+            CcAlgorithm::Bbr => Box::new(Bbr::new(BbrConfig {
+                mss,
+                initial_window,
             })),
         }
     }

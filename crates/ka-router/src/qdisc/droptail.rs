@@ -43,12 +43,14 @@ pub(super) struct Fifo {
 
 impl Fifo {
     /// Appends `packet`, enqueued at `now`, with its parse.
+    #[inline]
     pub(super) fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
         self.bytes += packet.len();
         self.packets.push_back((now, packet, layout));
     }
 
     /// Takes the oldest packet and its parse.
+    #[inline]
     pub(super) fn pop(&mut self) -> Option<(Dequeued, Option<Layout>)> {
         let (enqueued_at, packet, layout) = self.packets.pop_front()?;
         self.bytes -= packet.len();

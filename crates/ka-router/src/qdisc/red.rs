@@ -272,6 +272,7 @@ impl Red {
         }
     }
 
+    #[inline]
     fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
         self.fifo.push(now, packet, layout);
         self.idle_since = None;
@@ -291,6 +292,7 @@ impl QueueDiscipline for Red {
         self.dequeue_parsed(now).map(|(d, _)| d)
     }
 
+    #[inline]
     fn enqueue_parsed(
         &mut self,
         now: Nanos,
@@ -323,6 +325,7 @@ impl QueueDiscipline for Red {
         }
     }
 
+    #[inline]
     fn dequeue_parsed(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
         let d = self.fifo.pop()?;
         if self.fifo.is_empty() {

@@ -16,13 +16,13 @@ use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
-use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::exposition::{Row, counter, gauge};
 use super::stats::{CoreStats, Direction, IoStats, LATENESS_BOUNDS_US, SharedStats};
 
 /// Largest request head the responder reads.
@@ -34,36 +34,6 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 #[derive(Debug)]
 struct RouterCollector(Arc<SharedStats>);
-
-pub(super) type Row = ([(&'static str, &'static str); 1], f64);
-
-pub(super) fn gauge(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    rows: &[Row],
-) -> std::fmt::Result {
-    let g = ConstGauge::new(0.0f64);
-    let mut m = enc.encode_descriptor(name, help, None, g.metric_type())?;
-    for (labels, v) in rows {
-        ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
-    }
-    Ok(())
-}
-
-pub(super) fn counter(
-    enc: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    rows: &[([(&'static str, &'static str); 1], u64)],
-) -> std::fmt::Result {
-    let c = ConstCounter::new(0u64);
-    let mut m = enc.encode_descriptor(name, help, None, c.metric_type())?;
-    for (labels, v) in rows {
-        ConstCounter::new(*v).encode(m.encode_family(labels)?)?;
-    }
-    Ok(())
-}
 
 impl Collector for RouterCollector {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> std::fmt::Result {

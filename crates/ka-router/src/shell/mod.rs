@@ -23,6 +23,7 @@
 
 pub mod bridge;
 pub mod engine;
+mod exposition;
 pub mod forwarder;
 mod input;
 mod ka;

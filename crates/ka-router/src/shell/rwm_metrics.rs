@@ -6,7 +6,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use super::metrics::counter;
+use super::exposition::counter;
 use super::stats::Direction;
 use crate::rwm::RwmStats;
 

@@ -40,11 +40,7 @@ use ka_codec::wire::FlowKey;
 use crate::config::StampEvery;
 use crate::qdisc::Nanos;
 
-/// Slots of a port's table (a power of two): 4096.
-pub const STAMP_SLOTS: usize = 4096;
-
-/// Largest table [`StampTable::new`] builds (2²⁰ slots, 56 MiB).
-pub const MAX_STAMP_SLOTS: usize = 1 << 20;
+pub use crate::config::{MAX_STAMP_SLOTS, STAMP_SLOTS};
 
 /// `last` of a slot whose flow has not been signalled since it took it.
 const NEVER: u64 = u64::MAX;

@@ -31,6 +31,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::engine::rng::{self, SizeDist};
 use crate::engine::{Clock, Ctx, Node, NodeId, SimTime, secs};
 use crate::model::Host;
+use crate::model::epochs::long_lived_epochs;
 use crate::model::net::{HostRole, HostSpec, SenderSpec};
 use crate::model::udp::UdpApp;
 use crate::model::world::{FlowId, FlowKey, NewFlow, World};
@@ -40,8 +41,7 @@ use crate::scenario::{FlowKind, Workload};
 /// workload's shared process), not to hosts.
 pub const ARRIVALS_STREAM_BASE: u64 = 1 << 40;
 
-/// The port every receiver listens on.
-pub const RECEIVER_PORT: u16 = 5001;
+pub use crate::model::epochs::RECEIVER_PORT;
 
 /// Send and receive buffer caps of simulated connections (4 MiB: a single
 /// flow must be able to fill 150 Mbit/s × 100 ms plus a 1000-packet queue,
@@ -117,6 +117,11 @@ pub fn tcp_config(kind: FlowKind, packet_bytes: usize) -> Result<TcpConfig, Host
             // rate-based: the connection paces at PCC's rate by itself
             t.ka.enabled = false;
             t.cc = CcAlgorithm::Pcc;
+        }
+        FlowKind::TcpBbr => {
+            // rate-based too: paced at BBR's rate
+            t.ka.enabled = false;
+            t.cc = CcAlgorithm::Bbr;
         }
         FlowKind::Rcp => {
             // The native-RCP carrier: the KA mode machine on IPv4 RCP
@@ -596,34 +601,6 @@ impl HostNode {
         }
         self.transmit(ctx);
     }
-}
-
-/// The (start, stop) epochs of sender `index` of a long-lived group: the
-/// first starts at `start_s + index · stagger_s`, each of `repeat` epochs
-/// `period_s` after the last, each lasting `on_s` (`None`: to the end).
-/// Empty for any other workload. TCP and UDP senders share it.
-pub(crate) fn long_lived_epochs(
-    workload: &Workload,
-    index: usize,
-) -> Vec<(SimTime, Option<SimTime>)> {
-    let Workload::LongLived {
-        start_s,
-        stagger_s,
-        on_s,
-        period_s,
-        repeat,
-        size_pkts: _,
-    } = *workload
-    else {
-        return Vec::new();
-    };
-    let first = start_s + stagger_s * index as f64;
-    (0..repeat)
-        .map(|r| {
-            let st = first + period_s.unwrap_or(0.0) * f64::from(r);
-            (secs(st), on_s.map(|on| secs(st + on)))
-        })
-        .collect()
 }
 
 impl Sender {

@@ -6,6 +6,7 @@
 //! on the engine ([`net`]).
 
 pub mod addr;
+pub mod epochs;
 pub mod host;
 pub mod middlebox;
 pub mod net;

@@ -210,6 +210,8 @@ impl<H: Node<Shared = World>> Builder<H> {
 }
 
 /// Builds the network of `scenario`, asking `make_host` for each host.
+/// A DCC topology's middleboxes are installed on it afterwards by
+/// [`crate::model::middlebox::install`] (the network does not know them).
 pub fn build<H, F>(
     scenario: &Scenario,
     clock: Clock,
@@ -413,14 +415,12 @@ where
     for i in 0..n {
         b.engine.rearm_node(NodeId(i as u32));
     }
-    let mut net = Network {
+    Ok(Network {
         engine: b.engine,
         routers,
         hops: hop_infos,
         hosts,
-    };
-    crate::model::middlebox::install(&mut net, scenario)?;
-    Ok(net)
+    })
 }
 
 impl<H: Node<Shared = World>> Network<H> {

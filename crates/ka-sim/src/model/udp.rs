@@ -5,7 +5,7 @@
 //! A UDP sender runs one source per long-lived epoch of its workload (start
 //! at `start_s + i·stagger_s`, stop after `on_s` or at the end), registered
 //! in the flow table as an unbounded flow from port [`UDP_SOURCE_PORT`];
-//! its receiver runs a sink on [`crate::model::host::RECEIVER_PORT`] that credits
+//! its receiver runs a sink on [`crate::model::epochs::RECEIVER_PORT`] that credits
 //! the application bytes it receives to that flow. `udp-lccp` sources obey
 //! the sink's reports (decoded with the run's KA scale); `udp-cbr` sources
 //! are plain CBR and their sinks send no reports.
@@ -15,7 +15,7 @@ use std::net::SocketAddrV4;
 use ka_endpoint::udp::{CbrConfig, CbrSink, CbrSource, SinkConfig};
 
 use crate::engine::{Clock, Ctx, SimTime};
-use crate::model::host::RECEIVER_PORT;
+use crate::model::epochs::RECEIVER_PORT;
 use crate::model::net::{HostRole, HostSpec};
 use crate::model::world::{FlowId, FlowKey, NewFlow, World};
 use crate::scenario::FlowKind;
@@ -71,7 +71,7 @@ impl UdpApp {
                     cfg = cfg.uncontrolled();
                 }
                 // `size_pkts` is refused for UDP by `check_group`.
-                let epochs = crate::model::host::long_lived_epochs(&s.workload, s.index_in_group);
+                let epochs = crate::model::epochs::long_lived_epochs(&s.workload, s.index_in_group);
                 Some(UdpApp::Source(Box::new(SourceApp {
                     clock: spec.clock,
                     spec: s.clone(),

@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-use super::dcc::{fcts, mean_of, middle_bps, windows};
+use super::dcc_stats::{fct_cdf_panel, fcts, mean_of, middle_bps, windows};
 use crate::engine::to_secs;
 use crate::paper::claims::Claim;
 use crate::results::RunResult;
@@ -274,7 +274,7 @@ pub fn claims(results: &[(&str, RunResult)]) -> Vec<Claim> {
             j.unwrap_or(f64::NAN),
             jain("tcp").unwrap_or(f64::NAN)
         ),
-        j.is_some_and(|j| j >= super::dcc::LCCP_JAIN),
+        j.is_some_and(|j| j >= super::dcc_stats::LCCP_JAIN),
     ));
     out
 }
@@ -309,14 +309,10 @@ pub fn panels(results: &[(&str, RunResult)]) -> Vec<Panel> {
         });
     }
     vec![
-        Panel {
-            title: "(a) CDF of the flow completion time, all seeds (seed Fig. 2)".into(),
-            x_label: "flow completion time (s)".into(),
-            y_label: "CDF".into(),
-            curves: cdf,
-            y_range: Some((0.0, 1.02)),
-            ..Panel::default()
-        },
+        fct_cdf_panel(
+            "(a) CDF of the flow completion time, all seeds (seed Fig. 2)",
+            cdf,
+        ),
         Panel {
             title: "(b) Mean FCT per seed".into(),
             x_label: "seed index".into(),

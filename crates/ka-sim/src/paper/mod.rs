@@ -32,6 +32,7 @@ pub mod claims;
 mod crowd;
 pub mod dcc;
 pub mod dcc_seeds;
+pub(crate) mod dcc_stats;
 pub mod era;
 mod figures;
 mod other;

@@ -65,7 +65,8 @@ pub enum Other {
 }
 
 /// TCP's mean FCT over KA's for flows of 100–2000 packets in the light
-/// variants (the bound; the paper's Fig. 3 shows about 5×).
+/// variants: a bound below the paper's Fig. 3 (about 5×), since §III-C
+/// reports the other scenarios only as "similar".
 pub const TCP_OVER_KA: f64 = 3.0;
 
 /// The variants (subdirectory names), in plot order.

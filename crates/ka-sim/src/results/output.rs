@@ -153,7 +153,7 @@ pub struct Summary {
     /// Flows completed.
     pub flows_completed: usize,
     /// Flow statistics by kind (`ka`, `rcp`, `tcp-newreno`, `tcp-cubic`,
-    /// `xcp`, `xcp-rate`, `pcc`).
+    /// `tcp-bbr`, `xcp`, `xcp-rate`, `pcc`, ...).
     pub by_kind: BTreeMap<String, KindSummary>,
     /// Flow statistics by group name.
     pub by_group: BTreeMap<String, KindSummary>,

@@ -92,6 +92,7 @@ where
     let wall_start = Instant::now();
     let clock = Clock::new(wall_start);
     let mut net: Network<H> = net::build(scenario, clock, make_host)?;
+    crate::model::middlebox::install(&mut net, scenario)?;
     let end = secs(scenario.duration_s);
     let bin = secs(scenario.bin_s).max(1);
     let mut series = Series::new(bin);

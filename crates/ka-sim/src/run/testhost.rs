@@ -204,6 +204,7 @@ mod tests {
             |spec| Ok(CbrHost::new(spec, rate_bps)),
         )
         .unwrap();
+        crate::model::middlebox::install(&mut net, s).unwrap();
         net.engine.run_until(secs(s.duration_s));
         let logs = net
             .hosts

@@ -148,8 +148,8 @@
 use std::time::Duration;
 
 use ka_codec::scale::Scale;
+use ka_router::PortConfig;
 use ka_router::qdisc::QdiscConfig;
-use ka_router::{ImpairConfig, PortConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::SimTime;
@@ -172,27 +172,27 @@ pub const MIDDLEBOX_TICK: SimTime = 1_000_000;
 #[serde(deny_unknown_fields)]
 pub struct DccTopology {
     /// Rate of every host link, Mbit/s. Default 100.
-    #[serde(default = "default_local")]
+    #[serde(default = "float::<100>")]
     pub local_mbps: f64,
     /// One-way delay of every host link, ms. Default 1.
-    #[serde(default = "default_local_delay")]
+    #[serde(default = "float::<1>")]
     pub local_delay_ms: f64,
     /// Rate of the middle segment, Mbit/s. Default 1.
-    #[serde(default = "default_middle")]
+    #[serde(default = "float::<1>")]
     pub middle_mbps: f64,
     /// One-way delay of the middle segment, ms. Default 48 (a 100 ms RTT
     /// with the host links).
-    #[serde(default = "default_middle_delay")]
+    #[serde(default = "float::<48>")]
     pub middle_delay_ms: f64,
     /// Queue of the middle segment's ports, packets. Default 50 (ns-2's
     /// default queue, the simulator of the seed's era).
-    #[serde(default = "default_middle_queue")]
+    #[serde(default = "count::<50>")]
     pub middle_queue_pkts: usize,
     /// Queue discipline of the middle segment's ports. Default drop-tail.
     #[serde(default)]
     pub middle_queue: QdiscConfig,
     /// Queue of the aggregate ports, packets. Default 100.
-    #[serde(default = "default_mb_queue")]
+    #[serde(default = "count::<100>")]
     pub middlebox_queue_pkts: usize,
     /// What the local segments run. Default `lccp`.
     #[serde(default)]
@@ -215,23 +215,14 @@ pub struct DccTopology {
     pub reverse_aggregate: Option<AggregateSpec>,
 }
 
-fn default_local() -> f64 {
-    100.0
+/// A serde default of `N` (for `#[serde(default = "float::<N>")]`).
+fn float<const N: u32>() -> f64 {
+    f64::from(N)
 }
-fn default_local_delay() -> f64 {
-    1.0
-}
-fn default_middle() -> f64 {
-    1.0
-}
-fn default_middle_delay() -> f64 {
-    48.0
-}
-fn default_middle_queue() -> usize {
-    50
-}
-fn default_mb_queue() -> usize {
-    100
+
+/// A serde default of `N` (for `#[serde(default = "count::<N>")]`).
+fn count<const N: usize>() -> usize {
+    N
 }
 
 /// What the local segments run.
@@ -386,46 +377,36 @@ impl DccTopology {
         let local = |bps: u64| bps as f64 / 1e6;
         vec![
             Hop {
-                name: "ma".into(),
-                capacity_mbps: local(self.initial_bps(fwd)),
                 reverse_capacity_mbps: Some(self.local_mbps),
-                delay_ms: 0.0,
-                queue_pkts: self.middlebox_queue_pkts,
-                port: kind(fwd),
-                reverse_port: PortKind::Droptail,
-                queue: QdiscConfig::DropTail,
-                reverse_queue: QdiscConfig::DropTail,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "ma",
+                    local(self.initial_bps(fwd)),
+                    0.0,
+                    self.middlebox_queue_pkts,
+                    kind(fwd),
+                )
             },
             Hop {
-                name: "middle".into(),
-                capacity_mbps: self.middle_mbps,
-                reverse_capacity_mbps: None,
-                delay_ms: self.middle_delay_ms,
-                queue_pkts: self.middle_queue_pkts,
-                port: PortKind::Droptail,
-                reverse_port: PortKind::Droptail,
                 queue: self.middle_queue,
                 reverse_queue: self.middle_queue,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "middle",
+                    self.middle_mbps,
+                    self.middle_delay_ms,
+                    self.middle_queue_pkts,
+                    PortKind::Droptail,
+                )
             },
             Hop {
-                name: "mb".into(),
-                capacity_mbps: self.local_mbps,
                 reverse_capacity_mbps: Some(local(self.initial_bps(rev))),
-                delay_ms: 0.0,
-                queue_pkts: self.middlebox_queue_pkts,
-                port: PortKind::Droptail,
                 reverse_port: kind(rev),
-                queue: QdiscConfig::DropTail,
-                reverse_queue: QdiscConfig::DropTail,
-                rwm: None,
-                impair: ImpairConfig::OFF,
-                reverse_impair: ImpairConfig::OFF,
+                ..Hop::link(
+                    "mb",
+                    self.local_mbps,
+                    0.0,
+                    self.middlebox_queue_pkts,
+                    PortKind::Droptail,
+                )
             },
         ]
     }

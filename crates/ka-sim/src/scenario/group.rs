@@ -34,6 +34,10 @@ pub enum FlowKind {
     /// (the paper's testbed baseline, §IV-A).
     #[serde(rename = "pcc")]
     Pcc,
+    /// Plain TCP (no KA) with BBR v1 (`ka_endpoint::Bbr`): a paced,
+    /// delay-aware legacy sender, Linux's default.
+    #[serde(rename = "tcp-bbr")]
+    TcpBbr,
     /// A constant-bit-rate UDP source whose rate LCCP controls
     /// (`ka_endpoint::udp`; the group's `cbr_mbps` is its application
     /// rate).
@@ -56,6 +60,7 @@ impl FlowKind {
             FlowKind::XcpRate => "xcp-rate",
             FlowKind::XcpRatePure => "xcp-rate-pure",
             FlowKind::Pcc => "pcc",
+            FlowKind::TcpBbr => "tcp-bbr",
             FlowKind::UdpLccp => "udp-lccp",
             FlowKind::UdpCbr => "udp-cbr",
         }

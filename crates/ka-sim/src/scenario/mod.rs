@@ -19,9 +19,8 @@
 //!
 //! [[group]]
 //! name = "ka"
-//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | xcp-rate-pure
-//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | xcp | xcp-rate | pcc
-//!                            # | udp-lccp | udp-cbr (with cbr_mbps)
+//! kind = "ka"                # ka | rcp | tcp-newreno | tcp-cubic | tcp-bbr | xcp | xcp-rate
+//!                            # | xcp-rate-pure | pcc | udp-lccp | udp-cbr (with cbr_mbps)
 //! count = 32
 //! [group.workload]
 //! type = "on-off"            # long-lived | on-off | poisson | arrivals

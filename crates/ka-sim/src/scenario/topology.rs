@@ -211,6 +211,35 @@ fn droptail() -> PortKind {
     PortKind::Droptail
 }
 
+impl Hop {
+    /// A hop named `name` of `capacity_mbps` both ways, `delay_ms` one way,
+    /// `queue_pkts` per port, with `port` forward and the defaults for the
+    /// rest: a drop-tail reverse port, drop-tail queues, no RWM, no
+    /// impairments. Set other fields with struct update syntax.
+    pub fn link(
+        name: impl Into<String>,
+        capacity_mbps: f64,
+        delay_ms: f64,
+        queue_pkts: usize,
+        port: PortKind,
+    ) -> Self {
+        Hop {
+            name: name.into(),
+            capacity_mbps,
+            reverse_capacity_mbps: None,
+            delay_ms,
+            queue_pkts,
+            port,
+            reverse_port: PortKind::Droptail,
+            queue: QdiscConfig::DropTail,
+            reverse_queue: QdiscConfig::DropTail,
+            rwm: None,
+            impair: ImpairConfig::OFF,
+            reverse_impair: ImpairConfig::OFF,
+        }
+    }
+}
+
 /// Host access links (one pair per host).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -267,33 +296,22 @@ impl Topology {
                 let one_way = (k.rtt_ms / 2.0 - 2.0 * k.access.delay_ms).max(0.0);
                 let ka_delay = k.ka_delay_ms.min(one_way);
                 vec![
+                    Hop::link(
+                        "ka",
+                        k.ka_capacity_mbps.unwrap_or(k.capacity_mbps),
+                        ka_delay,
+                        k.queue_pkts,
+                        PortKind::Ka,
+                    ),
                     Hop {
-                        name: "ka".into(),
-                        capacity_mbps: k.ka_capacity_mbps.unwrap_or(k.capacity_mbps),
-                        reverse_capacity_mbps: None,
-                        delay_ms: ka_delay,
-                        queue_pkts: k.queue_pkts,
-                        port: PortKind::Ka,
-                        reverse_port: PortKind::Droptail,
-                        queue: QdiscConfig::DropTail,
-                        reverse_queue: QdiscConfig::DropTail,
-                        rwm: None,
-                        impair: ImpairConfig::OFF,
-                        reverse_impair: ImpairConfig::OFF,
-                    },
-                    Hop {
-                        name: "legacy".into(),
-                        capacity_mbps: k.capacity_mbps,
-                        reverse_capacity_mbps: None,
-                        delay_ms: one_way - ka_delay,
-                        queue_pkts: k.queue_pkts,
-                        port: PortKind::Droptail,
-                        reverse_port: PortKind::Droptail,
                         queue: k.queue,
-                        reverse_queue: QdiscConfig::DropTail,
-                        rwm: None,
-                        impair: ImpairConfig::OFF,
-                        reverse_impair: ImpairConfig::OFF,
+                        ..Hop::link(
+                            "legacy",
+                            k.capacity_mbps,
+                            one_way - ka_delay,
+                            k.queue_pkts,
+                            PortKind::Droptail,
+                        )
                     },
                 ]
             }
@@ -302,18 +320,14 @@ impl Topology {
                 let one_way = (p.rtt_ms / 2.0 - 2.0 * p.access.delay_ms).max(0.0);
                 (1..=k)
                     .map(|i| Hop {
-                        name: format!("hop{i}"),
-                        capacity_mbps: p.capacity_mbps,
-                        reverse_capacity_mbps: None,
-                        delay_ms: one_way / k as f64,
-                        queue_pkts: p.queue_pkts,
-                        port: p.port,
-                        reverse_port: PortKind::Droptail,
                         queue: p.queue,
-                        reverse_queue: QdiscConfig::DropTail,
-                        rwm: None,
-                        impair: ImpairConfig::OFF,
-                        reverse_impair: ImpairConfig::OFF,
+                        ..Hop::link(
+                            format!("hop{i}"),
+                            p.capacity_mbps,
+                            one_way / k as f64,
+                            p.queue_pkts,
+                            p.port,
+                        )
                     })
                     .collect()
             }

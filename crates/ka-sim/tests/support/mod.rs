@@ -101,3 +101,20 @@ pub fn on_off(
          max_pkts = {max_pkts:?}, shape = {shape:?}, mean_pkts = {mean_pkts:?} }}"
     )
 }
+
+/// A 12 s scenario of on-off `tcp-newreno` flows of exactly `packets` full
+/// packets (sizes in [n, n + 0.4] round to n), one sender alone on the
+/// paper's dumbbell (150 Mbit/s, RTT 100 ms, 1000-packet drop-tail).
+pub fn lone_tcp_flows_toml(packets: u32) -> String {
+    let n = f64::from(packets);
+    ScenarioToml::new("lone", 12.0)
+        .dumbbell(150.0, 100.0, 1000, "droptail")
+        .group(
+            "tcp",
+            "tcp-newreno",
+            1,
+            0,
+            &on_off(0.5, [n, n + 0.4], 1.8, n + 0.1),
+        )
+        .text()
+}

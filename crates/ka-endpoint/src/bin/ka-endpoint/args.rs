@@ -128,7 +128,7 @@ pub struct Common {
     /// otherwise the connection runs NewReno. `pcc` (PCC Vivace) is rate-based and always
     /// paced; with --no-ka it is the paper's PCC baseline.
     #[arg(long, value_enum, default_value = "newreno")]
-    pub cc: CcArg,
+    pub cc: CcAlgorithm,
 
     /// With `--cc cubic`: end slow start early when the RTT rises or ACKs arrive as a
     /// train (HyStart, as Linux's CUBIC does by default), instead of at the first loss.
@@ -275,25 +275,6 @@ pub enum EcnArg {
     Off,
 }
 
-/// `--cc` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CcArg {
-    /// RFC 5681/6582 NewReno.
-    Newreno,
-    /// RFC 9438 CUBIC.
-    Cubic,
-    /// XCP, window-based: the window follows the routers' per-packet feedback.
-    Xcp,
-    /// XCP, rate-based: paced at cwnd/srtt, each feedback spread over an RTT.
-    XcpRate,
-    /// XCP, purely rate-based: paced at cwnd / min RTT (the rate moves only with feedback,
-    /// not with queueing delay), each feedback spread over an RTT.
-    XcpRatePure,
-    /// PCC Vivace (NSDI'18): rate-based, monitor intervals with randomized rate trials and a
-    /// latency-aware utility.
-    Pcc,
-}
-
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
@@ -308,14 +289,7 @@ impl Common {
         let mut stack = StackConfig::default();
         stack.tcp.mtu = usize::from(self.mtu);
         stack.tcp.ka.enabled = !self.no_ka;
-        stack.tcp.cc = match self.cc {
-            CcArg::Newreno => CcAlgorithm::NewReno,
-            CcArg::Cubic => CcAlgorithm::Cubic,
-            CcArg::Xcp => CcAlgorithm::Xcp,
-            CcArg::XcpRate => CcAlgorithm::XcpRate,
-            CcArg::XcpRatePure => CcAlgorithm::XcpRatePure,
-            CcArg::Pcc => CcAlgorithm::Pcc,
-        };
+        stack.tcp.cc = self.cc;
         stack.tcp.hystart = self.hystart;
         stack.tcp.ecn = match self.ecn {
             EcnArg::On => EcnMode::On,
@@ -481,6 +455,15 @@ mod tests {
         assert!(!cfg.stack.tcp.ka.enabled);
         let cc = cfg.stack.tcp.cc.build(1448, 14_480);
         assert_eq!(cc.name(), "pcc");
+        assert!(cc.rate_based());
+    }
+
+    #[test]
+    fn cc_bbr_selects_the_paced_model_based_controller() {
+        let cfg = send_config(&["--cc", "bbr"]);
+        assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Bbr);
+        let cc = cfg.stack.tcp.cc.build(1448, 14_480);
+        assert_eq!(cc.name(), "bbr");
         assert!(cc.rate_based());
     }
 

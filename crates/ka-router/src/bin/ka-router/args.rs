@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use ka_codec::units::{parse_duration, parse_rate};
 use ka_io::pacing::Pacer;
 use ka_io::tun::TunOptions;
 use ka_router::shell::{Link, ShellConfig};
@@ -14,6 +13,8 @@ use crate::impair_args::ImpairArgs;
 use crate::qdisc_args::QdiscArgs;
 use crate::realtime;
 use crate::rwm_args::RwmArgs;
+pub(crate) use crate::values::OnOff;
+use crate::values::{bounded_duration, duration, queue_limit, rate};
 use ka_router::ControllerKind;
 
 const UNITS: &str = r#"UNITS:
@@ -322,15 +323,6 @@ pub struct Args {
     pub passthrough: bool,
 }
 
-/// `on` / `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    /// Enabled.
-    On,
-    /// Disabled.
-    Off,
-}
-
 /// `--queue-measure` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum QueueMeasureArg {
@@ -360,47 +352,6 @@ pub enum SignallingArg {
     Xcp,
     /// No signalling: a plain drop-tail shaper.
     None,
-}
-
-pub(crate) fn rate(s: &str) -> Result<u64, String> {
-    match parse_rate(s) {
-        Ok(0) => Err("the rate must be above 0".into()),
-        Ok(r) => Ok(r),
-        Err(e) => Err(format!("{e} (try e.g. 100mbit, 1.5gbit, 500kbit)")),
-    }
-}
-
-pub(crate) fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| format!("{e} (try e.g. 50ms, 250us, 1s)"))
-}
-
-/// The longest `--delay` and `--jitter`: the delay line holds every packet
-/// the link sends in that time (10 s at 10 Gbit/s is 12.5 GB).
-pub(crate) const MAX_DELAY: Duration = Duration::from_secs(10);
-
-/// The largest `--queue`, in packets (at 1500 bytes, 150 MB per direction).
-pub(crate) const MAX_QUEUE: usize = 100_000;
-
-/// A duration of at most [`MAX_DELAY`] (`--delay`, `--jitter`).
-pub(crate) fn bounded_duration(s: &str) -> Result<Duration, String> {
-    let d = duration(s)?;
-    if d > MAX_DELAY {
-        return Err(format!("at most {}s", MAX_DELAY.as_secs()));
-    }
-    Ok(d)
-}
-
-/// `--queue`: 1 to [`MAX_QUEUE`] packets.
-pub(crate) fn queue_limit(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a number of packets"))?;
-    match n {
-        0 => Err("the queue must hold at least 1 packet (0 would drop every packet)".into()),
-        n if n > MAX_QUEUE => Err(format!("at most {MAX_QUEUE} packets")),
-        n => Ok(n),
-    }
 }
 
 /// `--controller`: `NAME` or `NAME:KEY=VALUE,...`, read as the table

@@ -15,7 +15,7 @@ use ka_router::impair::parse_probability;
 pub struct ImpairArgs {
     /// Each packet's one-way delay is drawn uniformly from --delay ± JITTER (netem's
     /// `delay D J`), independently per packet, so packets overtake each other. At most --delay.
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::bounded_duration, default_value = "0")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::bounded_duration, default_value = "0")]
     pub jitter: Duration,
 
     /// Correlation of successive --jitter draws (netem's `delay D J CORR`): each is

@@ -11,6 +11,7 @@ mod qdisc_args;
 mod realtime;
 mod rwm_args;
 mod setup;
+mod values;
 
 use std::time::Instant;
 

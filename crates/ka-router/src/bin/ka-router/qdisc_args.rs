@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args as ClapArgs, ValueEnum};
 
-use crate::args::OnOff;
+use crate::values::OnOff;
 
 /// `--qdisc` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,11 +49,11 @@ pub struct QdiscArgs {
     pub red_weight: f64,
 
     /// FQ-CoDel: CoDel's target sojourn time.
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration, default_value = "5ms")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::duration, default_value = "5ms")]
     pub codel_target: Duration,
 
     /// FQ-CoDel: CoDel's interval (about a worst-case RTT).
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration, default_value = "100ms")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::duration, default_value = "100ms")]
     pub codel_interval: Duration,
 
     /// FQ-CoDel: number of flow queues (hash buckets).

@@ -28,7 +28,7 @@ pub struct RwmArgs {
 
     /// Capacity C the windows are computed from, both directions [default: each port's own
     /// rate: --rate for data going in → out, --reverse-rate for out → in].
-    #[arg(long, value_name = "RATE", value_parser = crate::args::rate, requires = "rwm")]
+    #[arg(long, value_name = "RATE", value_parser = crate::values::rate, requires = "rwm")]
     pub rwm_capacity: Option<u64>,
 
     /// δ: scale every cap by 1 + δ, e.g. 10% or -10% (the seed's over/under-estimation runs).
