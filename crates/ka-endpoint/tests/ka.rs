@@ -700,3 +700,38 @@ fn a_loss_keeps_ka_mode_when_the_router_owns_congestion() {
     let (_, m) = *net.mode_changes(h).last().unwrap();
     assert_eq!(m.reason, ModeReason::Silence);
 }
+
+/// A flow whose whole first flight is lost, before any signal, was never
+/// in KA mode: the loss says nothing about R (it never paced at R). It
+/// enters KA mode at the first fresh signal after its loss episode (the
+/// RTO and the RTT sample after it) instead of waiting, with the
+/// two-segment ssthresh the RTO left it, until `cwnd/srtt` reaches R.
+#[test]
+fn a_flow_that_lost_its_first_flight_enters_ka_after_the_episode() {
+    use ka_codec::scale::Code;
+    let mut net = Net::default_pair(ONE_WAY, 47);
+    let start = net.now;
+    // every data packet of the first 100 ms is lost (the initial flight)
+    net.ab.hops.push(Hop::Filter(Box::new(move |at, pkt| {
+        at < start + Duration::from_millis(100) && pkt.len() > 1000
+    })));
+    // a KA router signalling 1000 B/ms (8 Mbit/s), far above what a
+    // window of two segments per 40 ms RTT carries (≈ 0.6 Mbit/s)
+    net.ab.hops.push(Hop::Stamp(Code::from_len(728).unwrap()));
+    let r = Scale::PAPER.decode(Code::from_len(728).unwrap());
+    assert!(r > 500.0, "{r}");
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(4_000_000, 3), false);
+    assert!(net.run_until(Duration::from_secs(4), |n| {
+        n.a.conn(h).is_some_and(|c| c.mode() == Mode::Ka)
+    }));
+    let st = net.a.conn(h).unwrap().stats();
+    assert!(st.rtos >= 1, "{st:?}");
+    let changes = net.mode_changes(h);
+    let (t_ka, m) = changes[0];
+    assert_eq!(m.to, Mode::Ka);
+    assert_eq!(m.reason, ModeReason::Recovered);
+    // the RTO (1 s) and one RTT sample later, not seconds later
+    assert!(t_ka < Duration::from_millis(1400), "{t_ka:?}");
+    assert_eq!(st.ka_rate_cap, None, "{st:?}");
+}

@@ -77,8 +77,18 @@
 //! and the flow comes back at the first fresh signal, uncapped, as the
 //! paper describes for Fig. 5.
 //!
-//! A return by the paper's rule (`cwnd/srtt ≥ R`) or after a silence of the
-//! routers has no cap.
+//! A flow that lost a packet before it was ever in KA mode (typically the
+//! one segment of its first flight, before any signal) has no KA rate to
+//! cap a return at, and its loss says nothing about R: it never paced at
+//! R. It returns at the first fresh signal once its loss episode is over
+//! (no recovery or RTO backoff, an RTT sample since the loss, an srtt
+//! after it), uncapped. Under the paper's rule alone such a flow stayed in
+//! TCP mode for its whole life: after the RTO its ssthresh is two
+//! segments, so a 1500-packet flow took 7 s where its peers took 0.3 s
+//! (ka-sim `other-5bn`, light load).
+//!
+//! A return by the paper's rule (`cwnd/srtt ≥ R`), after a silence of the
+//! routers or by a flow never in KA mode has no cap.
 //!
 //! # Native-RCP carrier (baseline, DESIGN §7.1)
 //!
@@ -606,7 +616,9 @@ impl Connection {
                 }
                 let tcp_rate = self.cc.window() as f64 / srtt_ms;
                 let before = self.ka.calm_rate.or(self.ka.last_ka_rate);
-                if tcp_rate >= rate {
+                if tcp_rate >= rate || (before.is_none() && self.loss_episode_over(now)) {
+                    // never in KA mode yet: the loss was the flow's own
+                    // start in TCP mode, not a sign that R is too high
                     self.ka.cap = None;
                     self.change_mode(now, Mode::Ka, ModeReason::Recovered);
                 } else if let Some(before) = before
