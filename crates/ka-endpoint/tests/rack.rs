@@ -328,3 +328,53 @@ fn slow_start_overshoot_into_a_small_drop_tail_queue() {
     assert_eq!(st.rtos, 0);
     assert!(goodput >= 0.75 * 20e6, "{:.1} Mbit/s", goodput / 1e6);
 }
+
+/// Reordering deeper than KA mode's first window (min_rtt/4 = 5 ms here;
+/// the segments arrive 15 ms late) is taken for a loss the first time and
+/// the flow leaves KA mode; once every segment marked lost has turned out
+/// delivered (its retransmission DSACKed, or its original acknowledged
+/// before it was resent), the exit is undone: back in KA mode about an RTT
+/// later, not after the eight srtts of a clear path.
+#[test]
+fn a_spurious_ka_exit_is_undone() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = true;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 11);
+    let mut pc = PortConfig::new(20_000_000);
+    pc.initial_rtt = 2 * ONE_WAY;
+    let now = net.now;
+    net.ab.hops.push(Hop::port(pc, now));
+    net.ab.impair.reorder = 0.02;
+    net.ab.impair.reorder_extra = Duration::from_millis(15);
+    let (h, st) = transfer(&mut net, 10_000_000, Duration::from_secs(60));
+    let changes = net.mode_changes(h);
+    eprintln!("{st:?}\n{changes:?}");
+    let exits: Vec<_> = changes
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, m))| m.to == Mode::Tcp)
+        .collect();
+    assert!(
+        !exits.is_empty(),
+        "the first deep reordering leaves KA mode"
+    );
+    for (i, (t, m)) in exits {
+        assert_eq!(m.reason, ModeReason::Loss, "{changes:?}");
+        let (back, b) = changes.get(i + 1).expect("back in KA mode");
+        assert_eq!(b.to, Mode::Ka);
+        assert_eq!(b.reason, ModeReason::Recovered);
+        assert!(
+            *back - *t <= Duration::from_millis(100),
+            "undone after {:?}: {changes:?}",
+            *back - *t
+        );
+    }
+    assert!(st.spurious_retransmits > 0, "{st:?}");
+    assert_eq!(st.mode, Mode::Ka);
+    assert!(
+        st.time_in_ka.as_secs_f64() >= 0.95 * net.elapsed().as_secs_f64(),
+        "{:?} in KA mode of {:?}",
+        st.time_in_ka,
+        net.elapsed()
+    );
+}

@@ -124,7 +124,7 @@ impl Connection {
                 // an old duplicate: report it (DSACK, RFC 2883 §4.1.1)
                 let end = seq + payload.len() as u64;
                 if self.sack_ok && !payload.is_empty() && end <= self.rcv_nxt {
-                    self.pending_dsack = Some((seq, end));
+                    self.note_dsack(seq, end);
                 }
             }
             return;
@@ -413,6 +413,7 @@ impl Connection {
             if self.rack_detect_loss(now) {
                 self.on_rack_loss(now);
             }
+            self.ka_try_undo(now);
         } else if self.recovery.is_none()
             && !self.sb.is_empty()
             && self.dupacks >= DUP_THRESH
@@ -587,6 +588,20 @@ impl Connection {
         self.set_rto_timer(now);
     }
 
+    /// Records `[l, r)` for the next ACK's DSACK block. A duplicate that
+    /// touches or overlaps the one still waiting extends it (RFC 2883
+    /// allows one block for a contiguous duplicate range): several
+    /// duplicates read in one batch before the ACK goes out are then all
+    /// reported, where the last used to replace the others — and a sender
+    /// that undoes a spurious retransmission on DSACKs (`conn::ka`) needs
+    /// to hear of every one.
+    fn note_dsack(&mut self, l: u64, r: u64) {
+        self.pending_dsack = Some(match self.pending_dsack {
+            Some((pl, pr)) if l <= pr && pl <= r => (pl.min(l), pr.max(r)),
+            _ => (l, r),
+        });
+    }
+
     fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8]) {
         let limit = self
             .rcv_adv
@@ -600,9 +615,9 @@ impl Connection {
         let end = seq + payload.len() as u64;
         if self.sack_ok {
             if seq < before {
-                self.pending_dsack = Some((seq, end.min(before)));
+                self.note_dsack(seq, end.min(before));
             } else if r.duplicate && end <= limit {
-                self.pending_dsack = Some((seq, end));
+                self.note_dsack(seq, end);
             }
         }
         if r.in_order > 0 {

@@ -114,6 +114,7 @@
 //! * No RTT indicators (the option carries the RTT) and no leading-fragment
 //!   codes.
 
+use super::ka_undo::KaUndo;
 use super::{Connection, Event};
 use ka_codec::RcpOption;
 use ka_codec::options::{KaRate, RcpEcho};
@@ -248,6 +249,8 @@ pub(super) struct KaState {
     pub sparse_streak: u8,
     pub dense_run: u8,
     pub signal_gap: Option<Duration>,
+    /// What undoes a spurious exit by loss (`conn::ka_undo`).
+    pub undo: Option<KaUndo>,
 }
 
 impl KaState {
@@ -289,6 +292,7 @@ impl KaState {
             sparse_streak: 0,
             dense_run: 0,
             signal_gap: None,
+            undo: None,
         }
     }
 
@@ -396,7 +400,7 @@ impl Connection {
         }
     }
 
-    fn change_mode(&mut self, now: Instant, to: Mode, reason: ModeReason) {
+    pub(super) fn change_mode(&mut self, now: Instant, to: Mode, reason: ModeReason) {
         let from = self.ka.mode;
         if from == to {
             return;
@@ -657,7 +661,16 @@ impl Connection {
             return;
         }
         self.ka.last_loss = Some(now);
+        // a further congestion signal in the episode is not undone
+        self.ka.undo = None;
         if self.ka.mode == Mode::Ka {
+            if reason == ModeReason::Loss && self.sack_ok {
+                self.ka.undo = Some(KaUndo {
+                    retransmitted: self.stats.bytes_retransmitted,
+                    dsacked: self.stats.spurious_bytes,
+                    cap: self.ka.cap,
+                });
+            }
             let w = self.ka_window();
             self.cc.set_window(now, w, w);
             self.change_mode(now, Mode::Tcp, reason);

@@ -44,6 +44,7 @@ mod handshake;
 use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_shift};
 mod input;
 mod ka;
+mod ka_undo;
 mod output;
 mod rack;
 mod recv;

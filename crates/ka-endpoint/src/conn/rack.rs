@@ -27,9 +27,15 @@
 //!   round trip that brings a DSACK raises `reo_wnd_mult` by one, and 16
 //!   recoveries without a DSACK reset it to 1. Beyond the RFC, a DSACK for
 //!   a segment RACK marked lost raises the window to at least 5/4 of the
-//!   send-time gap to the RACK segment it was marked by (`reo_extent`):
-//!   that much reordering is proved, and on a jittery path (min_rtt near
-//!   0) the `min_rtt/4` steps would take hundreds of rounds to get there.
+//!   send-time gap to the RACK segment it was marked by, or of the amount
+//!   by which RACK.rtt fell short of srtt when it was marked, whichever is
+//!   larger (`reo_extent`): that much reordering is proved. The gap covers
+//!   an original that arrived late; the shortfall one that was overtaken
+//!   by a segment arriving early (a path that lets some packets skip its
+//!   delay, like netem's `reorder`: the early segment's RTT is short, and
+//!   every segment sent before it looks overdue by the difference). On a
+//!   jittery path (min_rtt near 0) the `min_rtt/4` steps would take
+//!   hundreds of rounds to get there.
 //!   Before any reordering has
 //!   been seen the window is 0 in recovery or once [`DUP_THRESH`] segments
 //!   are SACKed (the RFC's SHOULD, which makes a path without reordering
@@ -218,7 +224,14 @@ impl Connection {
             self.sb
                 .rack_detect(now, xmit_ts, self.rack.end_seq, wait, &mut marked);
         self.rack.timer = pending.map(|p| now + p);
-        for m in marked.drain(..) {
+        // The window a DSACK for one of these will prove too small: the
+        // send-time gap to the RACK segment (a late original), or the
+        // amount by which RACK.rtt fell short of srtt (the RACK segment
+        // overtook the others, arriving early: its RTT is short and every
+        // segment sent before it looks overdue by the difference).
+        let deficit = self.rtt.srtt_or_initial().saturating_sub(self.rack.rtt);
+        for mut m in marked.drain(..) {
+            m.2 = m.2.max(deficit);
             if self.rack.marks.len() >= MARKS_KEPT {
                 self.rack.marks.pop_front();
             }

@@ -112,8 +112,11 @@ impl Proc {
     /// `ka-endpoint ARGS…` in `side`'s namespace.
     pub fn endpoint(tb: &Testbed, side: Side, args: &[&str]) -> Proc {
         let mut cmd = tb.command(side, ENDPOINT_BIN);
+        // KA_TEST_ENDPOINT_LOG=debug shows the endpoints' mode changes in a
+        // failing test's output
+        let log = std::env::var("KA_TEST_ENDPOINT_LOG").unwrap_or_else(|_| "info".into());
         cmd.args(args)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", log)
             .env("RUST_BACKTRACE", "0");
         Proc::spawn(
             &format!(
@@ -187,6 +190,11 @@ fn kernel_sender(to: SocketAddr, bytes: usize) {
     };
     c.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
+    // an explicit congestion control (`cc`, e.g. `cubic`: a namespace may
+    // only default to reno or bbr), set per socket as root
+    if let Some(cc) = harness::role_param_opt("cc") {
+        rustix::net::sockopt::set_tcp_congestion(&c, &cc).expect("TCP_CONGESTION");
+    }
     let data = payload(bytes);
     let start = Instant::now();
     c.write_all(&data).expect("write");
