@@ -58,14 +58,15 @@ impl Stack {
         }
         self.stats.fragments_in += 1;
         let payload = ip.payload();
-        if ip.frag_offset() == 0 && ip.more_frags() {
-            if let Some(conn) = self.leading_fragment(now, src, dst, payload) {
-                if let Some(opt) = rcp {
-                    conn.on_rcp_option(now, opt);
-                }
-                if let Some(opt) = xcp {
-                    conn.on_xcp_option(now, opt);
-                }
+        if ip.frag_offset() == 0
+            && ip.more_frags()
+            && let Some(conn) = self.leading_fragment(now, src, dst, payload)
+        {
+            if let Some(opt) = rcp {
+                conn.on_rcp_option(now, opt);
+            }
+            if let Some(opt) = xcp {
+                conn.on_xcp_option(now, opt);
             }
         }
         let key = FragKey {
