@@ -24,9 +24,11 @@ drop-tail queue) twice: in ka-sim (crates/ka-sim/scenarios/fig3-tcp.toml,
 the paper TCP profile on the real endpoint core) and in ns-3.44 with
 TcpNewReno set up the same way (scripts/ns3/fig3-tcp.cc). Prints the mean
 flow completion time per size bucket of both and their ratio, and the
-largest deviation. The two runs draw their workloads from different
-random generators, so they agree in distribution only: the default 600 s
-gives about 13 000 flows a run (100 in the 1001-2000 bucket).
+largest deviation, then the speed ratio: the wall time of the ns-3 run
+over that of the ka-sim run (whole processes, measured alike). The two
+runs draw their workloads from different random generators, so they
+agree in distribution only: the default 600 s gives about 13 000 flows a
+run (100 in the 1001-2000 bucket).
 
   --duration S    simulated seconds per run (default 600)
   --seed N        workload seed of both runs (default 1)
@@ -120,10 +122,45 @@ if [ "$LONE" = 1 ]; then
     exit 0
 fi
 
+# Wall time of a whole process (start-up and output included), seconds;
+# user CPU time too where /usr/bin/time exists (less noisy on a shared
+# machine).
+now_s() { date +%s.%N; }
+timed() { # file command...
+    if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f '%U' -o "$1" "${@:2}"
+    else
+        echo nan >"$1"
+        "${@:2}"
+    fi
+}
 echo "ka-sim: $SCENARIO, $DURATION s" >&2
-"$KASIM" run "$SCENARIO" --duration "$DURATION" --seed "$SEED" --out "$DIR/ka-sim"
+rm -rf "$DIR/ka-sim"
+t0=$(now_s)
+timed "$DIR/ka-sim.user" "$KASIM" run "$SCENARIO" --duration "$DURATION" --seed "$SEED" \
+    --out "$DIR/ka-sim"
+t1=$(now_s)
 echo "ns-3.44: $DURATION s (minutes at the default 600 s)" >&2
-"$BIN" --duration="$DURATION" --seed="$SEED" --recovery="$RECOVERY" --out="$DIR/ns3-flows.csv"
+timed "$DIR/ns3.user" "$BIN" --duration="$DURATION" --seed="$SEED" --recovery="$RECOVERY" \
+    --out="$DIR/ns3-flows.csv"
+t2=$(now_s)
 echo
 echo "Fig. 3 TCP only, mean FCT of completed flows per size bucket (packets):"
 python3 "$ROOT/scripts/ns3/buckets.py" "$DIR/ka-sim/flows.csv" "$DIR/ns3-flows.csv"
+# Speed: both runs' process wall times, measured the same way, and ka-sim's
+# own event-loop wall time from its summary.json.
+python3 - "$t0" "$t1" "$t2" "$DIR/ka-sim/summary.json" "$(cut -d' ' -f1 /proc/loadavg 2>/dev/null)" \
+    "$(tail -n 1 "$DIR/ka-sim.user")" "$(tail -n 1 "$DIR/ns3.user")" <<'PY'
+import json, sys
+t0, t1, t2 = map(float, sys.argv[1:4])
+ka, ns3 = t1 - t0, t2 - t1
+loop = json.load(open(sys.argv[4])).get("wall_seconds")
+ka_user, ns3_user = float(sys.argv[6]), float(sys.argv[7])
+print()
+print(f"Speed (wall, whole process): ns-3 {ns3:.2f} s, ka-sim {ka:.2f} s "
+      f"(event loop {loop:.2f} s): ns-3 / ka-sim = {ns3 / ka:.1f}x "
+      f"(load average {sys.argv[5] or '?'})")
+if ka_user == ka_user and ka_user > 0:  # not NaN
+    print(f"Speed (user CPU): ns-3 {ns3_user:.2f} s, ka-sim {ka_user:.2f} s: "
+          f"ns-3 / ka-sim = {ns3_user / ka_user:.1f}x")
+PY

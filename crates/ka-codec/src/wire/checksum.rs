@@ -30,19 +30,30 @@ pub fn sum(data: &[u8], acc: u32) -> u32 {
         return ((s & 0xFFFF_FFFF) + (s >> 32)) as u32;
     }
     let mut acc = u64::from(acc);
-    // Eight bytes (four 16-bit words) at a time: the same integer sum as
-    // word by word, in a form the compiler vectorises.
-    let mut wide = data.chunks_exact(8);
-    for c in &mut wide {
-        if let &[a, b, c, d, e, f, g, h] = c {
-            let w = u64::from(u16::from_be_bytes([a, b]))
-                + u64::from(u16::from_be_bytes([c, d]))
-                + u64::from(u16::from_be_bytes([e, f]))
-                + u64::from(u16::from_be_bytes([g, h]));
-            acc += w;
+    // Eight bytes at a time, as one little-endian u64 split into its
+    // even-indexed bytes (the high bytes of the four big-endian words) and
+    // its odd-indexed ones, each summed in four 16-bit lanes: a word sum is
+    // 256 · Σ high + Σ low, the same integer as word by word, for a third
+    // of the instructions of widening every word (the receiver's TCP
+    // checksum was 7 % of a simulated data-centre run). 256 u64s per block
+    // keep a lane below 256 · 255 < 2^16, so lanes never carry.
+    const LOW_BYTES: u64 = 0x00FF_00FF_00FF_00FF;
+    let lanes = |v: u64| (v & 0xFFFF) + ((v >> 16) & 0xFFFF) + ((v >> 32) & 0xFFFF) + (v >> 48);
+    let (body, rest) = data
+        .split_at_checked(data.len() & !7)
+        .unwrap_or((&[], data));
+    for block in body.chunks(256 * 8) {
+        let (mut high, mut low) = (0u64, 0u64);
+        for c in block.chunks_exact(8) {
+            if let Ok(b) = <[u8; 8]>::try_from(c) {
+                let x = u64::from_le_bytes(b);
+                high += x & LOW_BYTES;
+                low += (x >> 8) & LOW_BYTES;
+            }
         }
+        acc += (lanes(high) << 8) + lanes(low);
     }
-    let mut chunks = wide.remainder().chunks_exact(2);
+    let mut chunks = rest.chunks_exact(2);
     for c in &mut chunks {
         if let &[a, b] = c {
             acc += u64::from(u16::from_be_bytes([a, b]));
@@ -145,6 +156,23 @@ mod tests {
                 );
             }
         }
+        // across the 2048-byte blocks of the wide loop
+        let mut long = [0u8; 5000];
+        for b in long.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *b = x as u8;
+        }
+        for len in [2040, 2047, 2048, 2049, 2056, 4095, 4096, 4104, 5000] {
+            assert_eq!(
+                sum(&long[..len], 7),
+                sum_word_by_word(&long[..len], 7),
+                "{len}"
+            );
+        }
+        let ones = [0xFFu8; 5000];
+        assert_eq!(sum(&ones, 0), sum_word_by_word(&ones, 0));
         let ones = [0xFFu8; 1500];
         assert_eq!(
             sum(&ones, 0xFFFF_FFFF),

@@ -58,15 +58,15 @@ impl Stack {
         }
         self.stats.fragments_in += 1;
         let payload = ip.payload();
-        if ip.frag_offset() == 0 && ip.more_frags() {
-            self.leading_fragment(now, src, dst, payload);
-            if let Some(conn) = self.conn_for_segment(src, dst, payload) {
-                if let Some(opt) = rcp {
-                    conn.on_rcp_option(now, opt);
-                }
-                if let Some(opt) = xcp {
-                    conn.on_xcp_option(now, opt);
-                }
+        if ip.frag_offset() == 0
+            && ip.more_frags()
+            && let Some(conn) = self.leading_fragment(now, src, dst, payload)
+        {
+            if let Some(opt) = rcp {
+                conn.on_rcp_option(now, opt);
+            }
+            if let Some(opt) = xcp {
+                conn.on_xcp_option(now, opt);
             }
         }
         let key = FragKey {
@@ -139,44 +139,32 @@ impl Stack {
         }
     }
 
-    /// The connection a segment (or the leading fragment of one) from
-    /// `src` to `dst` belongs to, by the ports at the start of `seg`.
-    pub(super) fn conn_for_segment(
-        &mut self,
-        src: IpAddr,
-        dst: IpAddr,
-        seg: &[u8],
-    ) -> Option<&mut Connection> {
+    /// The id of the connection a segment (or the leading fragment of one)
+    /// from `src` to `dst` belongs to, by the ports at the start of `seg`.
+    fn segment_conn_id(&self, src: IpAddr, dst: IpAddr, seg: &[u8]) -> Option<u64> {
         let (Some(&[a, b]), Some(&[c, d])) = (seg.get(0..2), seg.get(2..4)) else {
             return None;
         };
         let sport = u16::from_be_bytes([a, b]);
         let dport = u16::from_be_bytes([c, d]);
         let tuple = (SocketAddr::new(dst, dport), SocketAddr::new(src, sport));
-        let id = self.by_tuple.get(&tuple).copied()?;
-        self.conn_touch(id)
+        self.by_tuple.get(&tuple).copied()
     }
 
     /// Records a leading fragment's payload length with its connection
-    /// (before reassembly, DESIGN §6.2).
+    /// (before reassembly, DESIGN §6.2); returns the connection, for the
+    /// options of the fragment's IP header (one 4-tuple lookup for both).
     pub(super) fn leading_fragment(
         &mut self,
         now: Instant,
         src: IpAddr,
         dst: IpAddr,
         payload: &[u8],
-    ) {
-        let (Some(&[a, b]), Some(&[c, d])) = (payload.get(0..2), payload.get(2..4)) else {
-            return;
-        };
-        let sport = u16::from_be_bytes([a, b]);
-        let dport = u16::from_be_bytes([c, d]);
-        let tuple = (SocketAddr::new(dst, dport), SocketAddr::new(src, sport));
-        let id = self.by_tuple.get(&tuple).copied();
-        if let Some(conn) = id.and_then(|id| self.conn_touch(id)) {
-            conn.on_leading_fragment(now, payload.len());
-            self.stats.leading_fragments += 1;
-        }
+    ) -> Option<&mut Connection> {
+        let id = self.segment_conn_id(src, dst, payload)?;
+        self.conn_touch(id)?.on_leading_fragment(now, payload.len());
+        self.stats.leading_fragments += 1;
+        self.conns.get_mut(&id).map(|c| &mut **c)
     }
 
     pub(super) fn handle_tcp(

@@ -28,11 +28,13 @@
 //! ([`Connection::handle_segment_ecn`]); outgoing packets get the codepoint
 //! the connection chose ([`Transmit::ecn`](crate::Transmit::ecn)).
 
+mod hash;
 mod input;
 mod output;
 pub mod reasm;
 mod sched;
 
+use hash::OneWriteState;
 use output::{Emitted, Out, pseudo, write_ip_header};
 
 use crate::config::{StackConfig, TcpConfig};
@@ -115,7 +117,8 @@ pub struct Stack {
     /// Boxed: a B-tree node holds eleven values, so unboxed a stack with a
     /// single connection would carry eleven connections' worth of memory.
     conns: BTreeMap<u64, Box<Connection>>,
-    by_tuple: HashMap<Tuple, u64>,
+    /// Keyed SipHash fed in one write ([`hash`]): looked up per packet.
+    by_tuple: HashMap<Tuple, u64, OneWriteState>,
     /// Boxed for the same reason (a `TcpConfig` is a few hundred bytes).
     listeners: BTreeMap<u16, Box<TcpConfig>>,
     next_id: u64,
@@ -162,7 +165,7 @@ impl Stack {
         Stack {
             isn,
             conns: BTreeMap::new(),
-            by_tuple: HashMap::new(),
+            by_tuple: HashMap::default(),
             listeners: BTreeMap::new(),
             next_id: 1,
             rr_cursor: 0,

@@ -2,7 +2,8 @@
 //!
 //! * Each datagram in progress is keyed like RFC 791 / RFC 8200 say
 //!   (IPv4: source, destination, protocol, identification; IPv6: source,
-//!   destination, identification) and keeps its fragments in an ordered map.
+//!   destination, identification) and keeps its fragments ordered by offset
+//!   (a short sorted list: a datagram has few fragments).
 //! * **Overlap** between two fragments of one datagram drops the whole
 //!   datagram (RFC 5722). An **exact duplicate** (same offset and length) is
 //!   dropped alone (RFC 8200 §4.5 allows this), so path duplication does not
@@ -23,9 +24,10 @@
 //!   packet whose sender did not do ECN). Otherwise ECT(0) if any fragment
 //!   had it, then ECT(1), else Not-ECT.
 
+use super::hash::OneWriteState;
 use crate::config::ReassemblyConfig;
 use ka_codec::wire::ecn::Ecn;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -86,7 +88,8 @@ pub struct Fragment<'a> {
 struct Datagram {
     created: Instant,
     deadline: Instant,
-    pieces: BTreeMap<usize, Vec<u8>>,
+    /// (offset, payload), by offset; never overlapping.
+    pieces: Vec<(usize, Vec<u8>)>,
     total_len: Option<usize>,
     charged: usize,
     /// Upper-layer protocol, from the offset-0 fragment (IPv6: the Fragment
@@ -113,7 +116,7 @@ pub struct Reassembled {
 #[derive(Debug)]
 pub struct Reassembler {
     cfg: ReassemblyConfig,
-    datagrams: HashMap<FragKey, Datagram>,
+    datagrams: HashMap<FragKey, Datagram, OneWriteState>,
     charged: usize,
     stats: ReassemblyStats,
 }
@@ -123,7 +126,7 @@ impl Reassembler {
     pub fn new(cfg: ReassemblyConfig) -> Self {
         Reassembler {
             cfg,
-            datagrams: HashMap::new(),
+            datagrams: HashMap::default(),
             charged: 0,
             stats: ReassemblyStats::default(),
         }
@@ -219,11 +222,7 @@ impl Reassembler {
         frag: Fragment<'_>,
     ) -> Option<Reassembled> {
         let Fragment {
-            offset,
-            more,
-            data,
-            proto,
-            ecn,
+            offset, more, data, ..
         } = frag;
         self.stats.fragments += 1;
         self.handle_timeout(now);
@@ -240,29 +239,18 @@ impl Reassembler {
             self.stats.invalid += 1;
             return None;
         }
-        if !self.datagrams.contains_key(&key) {
-            while self.datagrams.len() >= self.cfg.max_datagrams.max(1) {
-                if !self.evict_oldest(&key) {
-                    break;
+        // overlap / duplicate / length consistency (a new datagram has no
+        // pieces: nothing to check)
+        let verdict = match self.datagrams.get(&key) {
+            Some(d) => check(d, offset, end, more),
+            None => {
+                while self.datagrams.len() >= self.cfg.max_datagrams.max(1) {
+                    if !self.evict_oldest(&key) {
+                        break;
+                    }
                 }
+                Verdict::Ok
             }
-            self.datagrams.insert(
-                key,
-                Datagram {
-                    created: now,
-                    deadline: now + self.cfg.timeout,
-                    pieces: BTreeMap::new(),
-                    total_len: None,
-                    charged: 0,
-                    proto: None,
-                    ecn_seen: 0,
-                },
-            );
-        }
-        // overlap / duplicate / length consistency
-        let verdict = {
-            let d = self.datagrams.get(&key)?;
-            check(d, offset, end, more)
         };
         match verdict {
             Verdict::Duplicate => {
@@ -282,38 +270,33 @@ impl Reassembler {
                 break;
             }
         }
+        let timeout = self.cfg.timeout;
+        let d = self
+            .datagrams
+            .entry(key)
+            .or_insert_with(|| Datagram::new(now, timeout));
         if self.charged + cost > self.cfg.max_bytes {
+            // (the datagram stays, if only just created)
             self.stats.invalid += 1;
             return None;
         }
-        let d = self.datagrams.get_mut(&key)?;
-        d.pieces.insert(offset, data.to_vec());
-        d.charged += cost;
-        if !more {
-            d.total_len = Some(end);
-        }
-        if offset == 0 && proto.is_some() {
-            d.proto = proto;
-        }
-        d.ecn_seen |= 1 << ecn.bits();
+        let complete = d.add(frag, cost);
         self.charged += cost;
-        // complete?
-        let total = d.total_len?;
-        let mut cursor = 0;
-        for (&o, p) in &d.pieces {
-            if o != cursor {
-                return None;
-            }
-            cursor += p.len();
-        }
-        if cursor != total {
-            return None;
-        }
+        if complete { self.complete(key) } else { None }
+    }
+
+    /// Takes a datagram whose fragments cover it without gaps.
+    fn complete(&mut self, key: FragKey) -> Option<Reassembled> {
         let d = self.datagrams.remove(&key)?;
         self.charged -= d.charged;
-        let mut payload = Vec::with_capacity(total);
-        for p in d.pieces.values() {
-            payload.extend_from_slice(p);
+        let total = d.total_len?;
+        let mut pieces = d.pieces.into_iter();
+        // The offset-0 piece's buffer becomes the payload: one copy of the
+        // rest instead of a copy of everything.
+        let (_, mut payload) = pieces.next()?;
+        payload.reserve_exact(total.saturating_sub(payload.len()));
+        for (_, p) in pieces {
+            payload.extend_from_slice(&p);
         }
         let Some(ecn) = combined_ecn(d.ecn_seen) else {
             self.stats.ecn_mixed += 1;
@@ -326,6 +309,53 @@ impl Reassembler {
             payload,
             ecn,
         })
+    }
+}
+
+impl Datagram {
+    fn new(now: Instant, timeout: std::time::Duration) -> Self {
+        Datagram {
+            created: now,
+            deadline: now + timeout,
+            pieces: Vec::new(),
+            total_len: None,
+            charged: 0,
+            proto: None,
+            ecn_seen: 0,
+        }
+    }
+
+    /// Stores a fragment that passed [`check`]; returns whether the
+    /// datagram is now complete (its pieces cover 0..total without gaps).
+    fn add(&mut self, frag: Fragment<'_>, cost: usize) -> bool {
+        let Fragment {
+            offset,
+            more,
+            data,
+            proto,
+            ecn,
+        } = frag;
+        let at = self.pieces.partition_point(|(o, _)| *o < offset);
+        self.pieces.insert(at, (offset, data.to_vec()));
+        self.charged += cost;
+        if !more {
+            self.total_len = Some(offset + data.len());
+        }
+        if offset == 0 && proto.is_some() {
+            self.proto = proto;
+        }
+        self.ecn_seen |= 1 << ecn.bits();
+        let Some(total) = self.total_len else {
+            return false;
+        };
+        let mut cursor = 0;
+        for (o, p) in &self.pieces {
+            if *o != cursor {
+                return false;
+            }
+            cursor += p.len();
+        }
+        cursor == total
     }
 }
 
@@ -349,30 +379,24 @@ enum Verdict {
 }
 
 fn check(d: &Datagram, offset: usize, end: usize, more: bool) -> Verdict {
-    if d.pieces
-        .get(&offset)
-        .is_some_and(|p| offset + p.len() == end)
-    {
+    // the first piece starting at or after `offset`, and the one before
+    let at = d.pieces.partition_point(|(o, _)| *o < offset);
+    let here = d.pieces.get(at);
+    if here.is_some_and(|(o, p)| *o == offset && offset + p.len() == end) {
         return Verdict::Duplicate;
     }
-    // the piece starting at or before `offset`, and those starting inside
-    let before = d.pieces.range(..=offset).next_back();
-    if before.is_some_and(|(&o, p)| o + p.len() > offset) {
+    let before = at.checked_sub(1).and_then(|i| d.pieces.get(i));
+    if before.is_some_and(|(o, p)| o + p.len() > offset) {
         return Verdict::Bad;
     }
-    if d.pieces.range(offset..end).next().is_some() {
+    if here.is_some_and(|(o, _)| *o < end) {
         return Verdict::Bad;
     }
     match d.total_len {
         Some(t) if end > t || (!more && end != t) => return Verdict::Bad,
         _ => {}
     }
-    if !more
-        && d.pieces
-            .iter()
-            .next_back()
-            .is_some_and(|(o, p)| o + p.len() > end)
-    {
+    if !more && d.pieces.last().is_some_and(|(o, p)| o + p.len() > end) {
         return Verdict::Bad;
     }
     Verdict::Ok

@@ -574,17 +574,16 @@ impl HostNode {
         let now = ctx.instant();
         let mtu = self.packet_bytes.max(1500);
         loop {
-            if self.txbuf.len() < mtu {
-                self.txbuf.resize(mtu, 0);
-            }
-            let Some(len) = self.stack.poll_transmit(now, &mut self.txbuf) else {
+            // Straight into a pooled buffer: it keeps its last packet's
+            // length, so only a buffer that carried a short packet (an ACK)
+            // is zero-filled up to the MTU, and no packet is copied.
+            let mut pkt = ctx.buffer();
+            pkt.resize(mtu, 0);
+            let Some(len) = self.stack.poll_transmit(now, &mut pkt) else {
+                ctx.recycle(pkt);
                 return;
             };
-            // Copy the packet into a pooled buffer (cheaper than zeroing a
-            // fresh MTU-sized one for every small ACK).
-            let mut pkt = ctx.buffer();
-            pkt.clear();
-            pkt.extend_from_slice(self.txbuf.get(..len).unwrap_or(&[]));
+            pkt.truncate(len);
             ctx.send(0, pkt);
         }
     }
