@@ -17,6 +17,7 @@ use crate::classify::PacketKind;
 use crate::config::{Carrier, PortConfig, QueueMeasure};
 use crate::controller::packet::inspect_segment;
 use crate::controller::{Measurement, PacketInfo, RateController};
+use crate::gso::Gso;
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
 use crate::persist::{self, PersistentQueue};
@@ -513,10 +514,14 @@ impl RateSignal {
     }
 }
 
-impl Signaller for RateSignal {
-    fn on_arrival(
+impl RateSignal {
+    /// [`Signaller::on_arrival`] of a packet of `len` bytes (`packet`: its
+    /// bytes, read only by a controller that wants packets).
+    #[inline]
+    fn arrive(
         &mut self,
         t: Nanos,
+        len: usize,
         packet: &[u8],
         seg: Option<&Segment<'_>>,
         kind: PacketKind,
@@ -536,7 +541,7 @@ impl Signaller for RateSignal {
                 PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
                 PacketKind::NonIp => true,
             };
-            self.mode.on_arrival(packet.len(), foreign);
+            self.mode.on_arrival(len, foreign);
         }
         if let Some(k) = indicator {
             counters.indicators_seen += 1;
@@ -564,7 +569,123 @@ impl Signaller for RateSignal {
             self.controller.on_packet(Duration::from_nanos(t), &info);
         }
         // y counts every packet offered to the queue, drops included.
-        self.arrived += packet.len() as u64;
+        self.arrived += len as u64;
+    }
+
+    /// [`Signaller::on_dequeue_gso`] with the KA carrier in KA mode: the
+    /// stamping interval's gate decides at `t`, as it would for each
+    /// segment leaving at `t`. While it says signal, the first segment is
+    /// cut off and goes through [`RateSignal::egress`] (stamped, split);
+    /// when it says skip, the rest is skipped whole.
+    fn dequeue_ka_gso(
+        &mut self,
+        t: Nanos,
+        mut packet: Vec<u8>,
+        mut layout: Option<Layout>,
+        mut gso: Gso,
+        counters: &mut Counters,
+        out: &mut Vec<(Vec<u8>, Option<Gso>)>,
+    ) {
+        loop {
+            let Some(l) = layout else {
+                out.push((packet, Some(gso)));
+                return;
+            };
+            let seg = Segment::with_layout(&packet, l);
+            if let Gate::Skip = self.gate(t, &seg, seg.is_leading_fragment()) {
+                counters.signals_skipped += u64::from(gso.segments());
+                out.push((packet, Some(gso)));
+                return;
+            }
+            let (Some((head, _)), Some((rest, view))) = (
+                crate::gso::piece(&packet, gso, 0, 1),
+                crate::gso::piece(&packet, gso, 1, gso.segments()),
+            ) else {
+                out.push((packet, Some(gso)));
+                return;
+            };
+            let (a, b) = self.egress(t, head, None, counters);
+            out.push((a, None));
+            if let Some(b) = b {
+                out.push((b, None));
+            }
+            match view {
+                None => {
+                    let (a, b) = self.egress(t, rest, None, counters);
+                    out.push((a, None));
+                    if let Some(b) = b {
+                        out.push((b, None));
+                    }
+                    return;
+                }
+                Some(g) => {
+                    layout = Layout::parse(&rest).ok();
+                    packet = rest;
+                    gso = g;
+                }
+            }
+        }
+    }
+}
+
+impl Signaller for RateSignal {
+    fn on_arrival(
+        &mut self,
+        t: Nanos,
+        packet: &[u8],
+        seg: Option<&Segment<'_>>,
+        kind: PacketKind,
+        counters: &mut Counters,
+    ) {
+        self.arrive(t, packet.len(), packet, seg, kind, counters);
+    }
+
+    /// Whole when no stage decides per packet: no carrier, or the KA
+    /// carrier signalling each flow once per interval (DESIGN §3.9) to a
+    /// packet it can split (DF clear); never with a controller that reads
+    /// every packet, nor with native RCP (its option is in every segment).
+    fn takes_gso(&self, seg: &Segment<'_>) -> bool {
+        if self.controller.wants_packets() {
+            return false;
+        }
+        match self.carrier {
+            Carrier::None => true,
+            Carrier::Ka => self.every.is_some() && !seg.dont_frag(),
+            Carrier::NativeRcp | Carrier::Xcp => false,
+        }
+    }
+
+    fn on_arrival_gso(
+        &mut self,
+        t: Nanos,
+        seg: &Segment<'_>,
+        arrivals: &[(usize, PacketKind)],
+        counters: &mut Counters,
+    ) {
+        for &(len, kind) in arrivals {
+            self.arrive(t, len, seg.bytes(), Some(seg), kind, counters);
+        }
+    }
+
+    fn on_dequeue_gso(
+        &mut self,
+        t: Nanos,
+        packet: Vec<u8>,
+        layout: Option<Layout>,
+        gso: Gso,
+        q: QueueState,
+        counters: &mut Counters,
+        out: &mut Vec<(Vec<u8>, Option<Gso>)>,
+    ) {
+        self.persistent.observe(q.bytes);
+        if self.is_ka() {
+            self.mode_on_queue(t, q.packets);
+        }
+        if self.carrier == Carrier::Ka && self.mode.mode() == Mode::Ka {
+            self.dequeue_ka_gso(t, packet, layout, gso, counters, out);
+        } else {
+            out.push((packet, Some(gso)));
+        }
     }
 
     fn on_queue(&mut self, t: Nanos, q: QueueState) {
