@@ -445,3 +445,89 @@ impl CoalescingWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IPv4/TCP: 20-byte headers, `payload` bytes of a pattern, checksums
+    /// left as given (`tcp_csum`), IP total length `total`.
+    fn v4(payload: usize, total: u16, flags: u8) -> Vec<u8> {
+        let mut p = vec![
+            0x45, 0, 0, 0, 0, 7, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 1, 2,
+        ];
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        p.extend_from_slice(&[0x9c, 0x40, 0x14, 0x51, 0, 0, 0, 1, 0, 0, 0, 9, 0x50, flags]);
+        p.extend_from_slice(&[1, 0, 0, 0, 0, 0]);
+        p.extend((0..payload).map(|i| (i * 13) as u8));
+        p
+    }
+
+    /// The full TCP checksum of an IPv4 packet with 20-byte IP header.
+    fn tcp_checksum(p: &[u8]) -> u16 {
+        let mut q = p.to_vec();
+        q[36..38].copy_from_slice(&[0, 0]);
+        let len = (q.len() - 20) as u32;
+        let pseudo = sum(&q[12..20], 6 + len);
+        !fold(sum(&q[20..], pseudo))
+    }
+
+    #[test]
+    fn geometry_of_tcp_super_packets_only() {
+        let p = v4(3000, 0, 0x10);
+        let (t, v6) = tcp_geometry(&p, 1000).unwrap();
+        assert!(!v6);
+        assert_eq!((t.size, t.segments, t.header_len), (1000, 3, 40));
+        assert_eq!(t.wire_len(p.len()), 3000 + 3 * 40);
+        assert!(tcp_geometry(&p, 0).is_none());
+        let mut udp = p.clone();
+        udp[9] = 17;
+        assert!(tcp_geometry(&udp, 1000).is_none());
+        let mut v6p = vec![0x60, 0, 0, 0, 0, 0, 6, 64];
+        v6p.extend_from_slice(&[0; 32]);
+        v6p.extend_from_slice(&p[20..]);
+        let (t, v6) = tcp_geometry(&v6p, 1400).unwrap();
+        assert!(v6);
+        assert_eq!((t.segments, t.header_len), (3, 60));
+    }
+
+    #[test]
+    fn lengths_and_ipv4_header_checksum_are_made_right() {
+        let mut p = v4(5000, 0, 0x10);
+        fix_ip_lengths(&mut p).unwrap();
+        assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len());
+        assert_eq!(fold(sum(&p[..20], 0)), 0xFFFF, "header checksum verifies");
+    }
+
+    #[test]
+    fn a_partial_checksum_completes_to_the_full_one() {
+        let mut p = v4(999, 0, 0x18);
+        fix_ip_lengths(&mut p).unwrap();
+        let full = tcp_checksum(&p);
+        let len = (p.len() - 20) as u32;
+        let partial = fold(sum(&p[12..20], 6 + len));
+        p[36..38].copy_from_slice(&partial.to_be_bytes());
+        complete_checksum(&mut p, 20, 16).unwrap();
+        assert_eq!(u16::from_be_bytes([p[36], p[37]]), full);
+        assert!(complete_checksum(&mut p, 20, 2000).is_err());
+    }
+
+    #[test]
+    fn a_super_packet_is_written_behind_a_tso_header_with_the_pseudo_header_sum() {
+        let mut p = v4(4000, 0, 0x90); // ACK | CWR
+        fix_ip_lengths(&mut p).unwrap();
+        let full = tcp_checksum(&p);
+        let h = gso_header(&mut p, 1448).unwrap();
+        assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4 | GSO_ECN);
+        assert_eq!(
+            (h.flags, h.hdr_len, h.gso_size, h.csum_start, h.csum_offset),
+            (F_NEEDS_CSUM, 40, 1448, 20, 16)
+        );
+        // What the kernel does with NEEDS_CSUM on the whole: the full sum.
+        complete_checksum(&mut p, h.csum_start, h.csum_offset).unwrap();
+        assert_eq!(u16::from_be_bytes([p[36], p[37]]), full);
+        let mut not_tcp = v4(10, 0, 0x10);
+        not_tcp[9] = 17;
+        assert!(gso_header(&mut not_tcp, 1448).is_none());
+    }
+}

@@ -31,10 +31,11 @@ use ka_codec::wire::checksum;
 /// of its serialisation, so its segments depart up to its serialisation
 /// time later than per-segment pacing would release the first of them. The
 /// gateway's own release precision is already of that order (a writer
-/// thread wakes in tens of microseconds; an unspun wake-up is 50–500 µs,
-/// docs/PERFORMANCE.md "Pacing"), and 100 µs is a tenth of RCP's shortest
-/// control interval of interest (1 ms). A whole 64 KB super-packet fits it
-/// from 5.3 Gbit/s up; at 1 Gbit/s pieces of 8 segments do.
+/// thread wakes in tens of microseconds; an unspun wake-up takes
+/// 50–500 µs: docs/PERFORMANCE.md, "Pacing on a busy host"), so pieces
+/// within 100 µs add no lumpiness the shell does not have anyway. A whole
+/// 64 KB super-packet fits it from 5.3 Gbit/s up; at 1 Gbit/s pieces of 8
+/// segments do.
 pub const MAX_BURST: Duration = Duration::from_micros(100);
 
 /// IPv4 header: total length, identification, header checksum.
