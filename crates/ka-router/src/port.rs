@@ -297,15 +297,16 @@ impl Port {
         } else {
             1
         };
-        if per_piece >= gso.segments() {
-            self.advance(now);
-            if self.queue.len() + usize::from(gso.segments()) <= self.config.queue_limit {
-                let o = self.push_whole(now, packet, layout, gso);
-                out.add(o, gso.segments());
-                return out;
-            }
+        self.advance(now);
+        let room = self.queue.len() + usize::from(gso.segments()) <= self.config.queue_limit;
+        if whole && per_piece >= gso.segments() && room {
+            let o = self.push_whole(now, packet, layout, gso);
+            out.add(o, gso.segments());
+            return out;
         }
-        let step = if per_piece >= 2 { per_piece } else { 1 };
+        // Pieces that fit the burst, or (no room for all, or a stage that
+        // decides per packet) single segments.
+        let step = if per_piece >= 2 && room { per_piece } else { 1 };
         let mut from = 0;
         while from < gso.segments() {
             let to = from.saturating_add(step).min(gso.segments());

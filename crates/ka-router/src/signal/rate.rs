@@ -26,6 +26,8 @@ use crate::stamp::{self, Skip, StampConfig, Stamped};
 use crate::stats::Counters;
 use crate::time::duration_ns;
 
+mod gso;
+
 /// The first identification a port puts into the IPv6 Fragment headers it
 /// inserts ("KA" in the top half); later ones count up from there
 /// (wrapping; every IPv6 split takes one). Existing Fragment headers keep
@@ -571,61 +573,6 @@ impl RateSignal {
         // y counts every packet offered to the queue, drops included.
         self.arrived += len as u64;
     }
-
-    /// [`Signaller::on_dequeue_gso`] with the KA carrier in KA mode: the
-    /// stamping interval's gate decides at `t`, as it would for each
-    /// segment leaving at `t`. While it says signal, the first segment is
-    /// cut off and goes through [`RateSignal::egress`] (stamped, split);
-    /// when it says skip, the rest is skipped whole.
-    fn dequeue_ka_gso(
-        &mut self,
-        t: Nanos,
-        mut packet: Vec<u8>,
-        mut layout: Option<Layout>,
-        mut gso: Gso,
-        counters: &mut Counters,
-        out: &mut Vec<(Vec<u8>, Option<Gso>)>,
-    ) {
-        loop {
-            let Some(l) = layout else {
-                out.push((packet, Some(gso)));
-                return;
-            };
-            let seg = Segment::with_layout(&packet, l);
-            if let Gate::Skip = self.gate(t, &seg, seg.is_leading_fragment()) {
-                counters.signals_skipped += u64::from(gso.segments());
-                out.push((packet, Some(gso)));
-                return;
-            }
-            let (Some((head, _)), Some((rest, view))) = (
-                crate::gso::piece(&packet, gso, 0, 1),
-                crate::gso::piece(&packet, gso, 1, gso.segments()),
-            ) else {
-                out.push((packet, Some(gso)));
-                return;
-            };
-            let (a, b) = self.egress(t, head, None, counters);
-            out.push((a, None));
-            if let Some(b) = b {
-                out.push((b, None));
-            }
-            match view {
-                None => {
-                    let (a, b) = self.egress(t, rest, None, counters);
-                    out.push((a, None));
-                    if let Some(b) = b {
-                        out.push((b, None));
-                    }
-                    return;
-                }
-                Some(g) => {
-                    layout = Layout::parse(&rest).ok();
-                    packet = rest;
-                    gso = g;
-                }
-            }
-        }
-    }
 }
 
 impl Signaller for RateSignal {
@@ -640,19 +587,8 @@ impl Signaller for RateSignal {
         self.arrive(t, packet.len(), packet, seg, kind, counters);
     }
 
-    /// Whole when no stage decides per packet: no carrier, or the KA
-    /// carrier signalling each flow once per interval (DESIGN §3.9) to a
-    /// packet it can split (DF clear); never with a controller that reads
-    /// every packet, nor with native RCP (its option is in every segment).
     fn takes_gso(&self, seg: &Segment<'_>) -> bool {
-        if self.controller.wants_packets() {
-            return false;
-        }
-        match self.carrier {
-            Carrier::None => true,
-            Carrier::Ka => self.every.is_some() && !seg.dont_frag(),
-            Carrier::NativeRcp | Carrier::Xcp => false,
-        }
+        self.gso_whole(seg)
     }
 
     fn on_arrival_gso(
@@ -677,15 +613,7 @@ impl Signaller for RateSignal {
         counters: &mut Counters,
         out: &mut Vec<(Vec<u8>, Option<Gso>)>,
     ) {
-        self.persistent.observe(q.bytes);
-        if self.is_ka() {
-            self.mode_on_queue(t, q.packets);
-        }
-        if self.carrier == Carrier::Ka && self.mode.mode() == Mode::Ka {
-            self.dequeue_ka_gso(t, packet, layout, gso, counters, out);
-        } else {
-            out.push((packet, Some(gso)));
-        }
+        self.dequeue_gso(t, (packet, layout, gso), q, counters, out);
     }
 
     fn on_queue(&mut self, t: Nanos, q: QueueState) {
