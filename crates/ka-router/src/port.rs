@@ -269,11 +269,11 @@ impl Port {
     /// ([`QueueDiscipline::takes_gso`]: RED, FQ-CoDel), a queue without
     /// room for all its segments (drop-tail must drop exactly the segments
     /// that overflow), or a signalling stage that must see each
-    /// ([`Signaller::takes_gso`](crate::Signaller::takes_gso)). A
+    /// ([`Signaller::takes_gso`]). A
     /// capacity too low to serialise it within [`gso::MAX_BURST`] cuts it
     /// into smaller super-packets that fit. On dequeue the signalling
     /// stage may cut off the segments it signals and leave the rest whole
-    /// ([`Signaller::on_dequeue_gso`](crate::Signaller::on_dequeue_gso)).
+    /// ([`Signaller::on_dequeue_gso`]).
     ///
     /// [`QueueDiscipline::takes_gso`]: crate::QueueDiscipline::takes_gso
     pub fn push_gso(
