@@ -66,12 +66,12 @@ const TCP_CSUM: usize = 16;
 
 /// A TCP super-packet as read ([`SegmentReader::read_whole`]): the
 /// segment size the kernel would cut it at, and how many segments that
-/// makes.
+/// makes (at least 2: one segment's worth is read as a plain packet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tso {
     /// Payload bytes per segment (`virtio_net_hdr.gso_size`).
     pub size: u16,
-    /// Segments it carries (at least 1).
+    /// Segments it carries.
     pub segments: u16,
     /// IP and TCP header bytes, repeated in each segment.
     pub header_len: u16,
@@ -165,6 +165,14 @@ impl SegmentReader {
                     io::Error::new(io::ErrorKind::InvalidInput, "bad TCP super-packet")
                 })?;
             fix_ip_lengths(packet)?;
+            if tso.segments < 2 {
+                // One segment's worth: a plain packet, its checksum whole.
+                if hdr.flags & F_NEEDS_CSUM != 0 {
+                    complete_checksum(packet, hdr.csum_start, hdr.csum_offset)?;
+                }
+                each(packet, None);
+                return Ok(1);
+            }
             each(packet, Some(tso));
             return Ok(usize::from(tso.segments));
         }

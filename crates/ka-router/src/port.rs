@@ -114,6 +114,45 @@ pub struct Port {
     arrivals: Vec<(usize, Kind)>,
     /// Scratch: the pieces of a dequeued super-packet.
     gso_pieces: Vec<(Vec<u8>, Option<Gso>)>,
+    /// Which pieces in the delay line are super-packets.
+    supers: SuperMarks,
+}
+
+/// Which pieces in a port's delay line are super-packets, by their place
+/// in it. Super-packets travel only through a port without an impairment
+/// stage, whose delay line releases in the order pieces enter it (each
+/// release is the end of a serialisation, which never decreases, plus a
+/// constant delay), so a mark is the number of pieces that leave before
+/// it. Plain traffic pays one emptiness check per departure.
+#[derive(Debug, Default)]
+struct SuperMarks {
+    /// Pieces popped since the marks were last empty.
+    pops: u64,
+    /// (pieces popped before it leaves, counted as `pops`; its view).
+    marks: std::collections::VecDeque<(u64, Gso)>,
+}
+
+impl SuperMarks {
+    /// A super-packet enters a delay line that holds `ahead` pieces.
+    fn pushed(&mut self, ahead: usize, g: Gso) {
+        if self.marks.is_empty() {
+            self.pops = 0;
+        }
+        self.marks.push_back((self.pops + ahead as u64, g));
+    }
+
+    /// A piece left the delay line: its view if it is a super-packet.
+    #[inline]
+    fn popped(&mut self) -> Option<Gso> {
+        let &(at, g) = self.marks.front()?;
+        let this = self.pops;
+        self.pops += 1;
+        if at == this {
+            self.marks.pop_front();
+            return Some(g);
+        }
+        None
+    }
 }
 
 impl std::fmt::Debug for Port {
@@ -182,6 +221,7 @@ impl Port {
             cut: std::collections::VecDeque::new(),
             arrivals: Vec::new(),
             gso_pieces: Vec::new(),
+            supers: SuperMarks::default(),
             config,
         }
     }
@@ -461,16 +501,21 @@ impl Port {
     /// Always a plain packet: a super-packet that departs
     /// ([`Port::push_gso`]) comes out cut into its segments, one per call
     /// ([`Port::poll_transmit_gso`] hands it out whole).
+    #[inline]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if let Some(p) = self.cut.pop_front() {
-            return Some(p);
+        if !self.cut.is_empty() {
+            return self.cut.pop_front();
         }
-        let (piece, gso) = self.poll_transmit_gso(now)?;
-        let Some(g) = gso else {
-            return Some(piece);
-        };
-        self.cut.extend(gso::segments(&piece, g));
-        self.cut.pop_front()
+        let t = self.advance(now);
+        let piece = self.delay_line.pop_ready(t)?;
+        if let Some(g) = self.supers.popped() {
+            self.count_out(&piece, Some(g));
+            self.cut.extend(gso::segments(&piece, g));
+            return self.cut.pop_front();
+        }
+        self.counters.packets_out += 1;
+        self.counters.bytes_out += piece.len() as u64;
+        Some(piece)
     }
 
     /// [`Port::poll_transmit`], but a super-packet departs whole, with its
@@ -482,7 +527,14 @@ impl Port {
             return Some((p, None));
         }
         let t = self.advance(now);
-        let (piece, gso) = self.delay_line.pop_ready(t)?;
+        let piece = self.delay_line.pop_ready(t)?;
+        let gso = self.supers.popped();
+        self.count_out(&piece, gso);
+        Some((piece, gso))
+    }
+
+    /// Counts a piece leaving (a super-packet as its segments).
+    fn count_out(&mut self, piece: &[u8], gso: Option<Gso>) {
         match gso {
             None => {
                 self.counters.packets_out += 1;
@@ -493,7 +545,6 @@ impl Port {
                 self.counters.bytes_out += g.wire_len(piece.len()) as u64;
             }
         }
-        Some((piece, gso))
     }
 
     /// When the port next has work: the next dequeue (start of a
@@ -723,8 +774,9 @@ impl Port {
                     // Whole: no impairment stage (`push_gso` cut it
                     // otherwise).
                     let end = self.shaper.send(g.wire_len(piece.len()));
+                    self.supers.pushed(self.delay_line.len(), g);
                     self.delay_line
-                        .push_gso(end.saturating_add(self.delay_ns), piece, g);
+                        .push(end.saturating_add(self.delay_ns), piece);
                 }
             }
         }

@@ -10,8 +10,6 @@
 
 use std::collections::VecDeque;
 
-use crate::gso::Gso;
-
 const NS_PER_S: u128 = 1_000_000_000;
 
 /// One transmitter of capacity C.
@@ -72,7 +70,7 @@ impl Shaper {
 /// pushed in non-decreasing order, and the line is a FIFO.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DelayLine {
-    pieces: VecDeque<(u64, Vec<u8>, Option<Gso>)>,
+    pieces: VecDeque<(u64, Vec<u8>)>,
 }
 
 impl DelayLine {
@@ -80,24 +78,14 @@ impl DelayLine {
     /// whether it went ahead of a piece pushed before it (one released
     /// later), which only a jittered or reordered push does.
     pub(crate) fn push(&mut self, release: u64, piece: Vec<u8>) -> bool {
-        self.push_entry(release, piece, None)
-    }
-
-    /// [`DelayLine::push`] of a super-packet, which departs whole.
-    pub(crate) fn push_gso(&mut self, release: u64, piece: Vec<u8>, gso: Gso) -> bool {
-        self.push_entry(release, piece, Some(gso))
-    }
-
-    #[inline]
-    fn push_entry(&mut self, release: u64, piece: Vec<u8>, gso: Option<Gso>) -> bool {
         match self.pieces.back() {
-            Some((last, _, _)) if *last > release => {
-                let at = self.pieces.partition_point(|(r, _, _)| *r <= release);
-                self.pieces.insert(at, (release, piece, gso));
+            Some((last, _)) if *last > release => {
+                let at = self.pieces.partition_point(|(r, _)| *r <= release);
+                self.pieces.insert(at, (release, piece));
                 true
             }
             _ => {
-                self.pieces.push_back((release, piece, gso));
+                self.pieces.push_back((release, piece));
                 false
             }
         }
@@ -105,13 +93,13 @@ impl DelayLine {
 
     /// The earliest release time.
     pub(crate) fn next_release(&self) -> Option<u64> {
-        self.pieces.front().map(|(t, _, _)| *t)
+        self.pieces.front().map(|(t, _)| *t)
     }
 
     /// The front piece if it is released at or before `t`.
-    pub(crate) fn pop_ready(&mut self, t: u64) -> Option<(Vec<u8>, Option<Gso>)> {
+    pub(crate) fn pop_ready(&mut self, t: u64) -> Option<Vec<u8>> {
         match self.pieces.front() {
-            Some((r, _, _)) if *r <= t => self.pieces.pop_front().map(|(_, p, g)| (p, g)),
+            Some((r, _)) if *r <= t => self.pieces.pop_front().map(|(_, p)| p),
             _ => None,
         }
     }
@@ -169,10 +157,10 @@ mod tests {
         d.push(20, vec![2]);
         assert_eq!(d.next_release(), Some(10));
         assert_eq!(d.pop_ready(9), None);
-        assert_eq!(d.pop_ready(15), Some((vec![1], None)));
+        assert_eq!(d.pop_ready(15), Some(vec![1]));
         assert_eq!(d.pop_ready(15), None);
         assert_eq!(d.len(), 1);
-        assert_eq!(d.pop_ready(20), Some((vec![2], None)));
+        assert_eq!(d.pop_ready(20), Some(vec![2]));
         assert_eq!(d.next_release(), None);
     }
 
@@ -188,8 +176,7 @@ mod tests {
             d.push(30, vec![6]),
             "behind the 30s pushed earlier, ahead of 40"
         );
-        let out: Vec<u8> =
-            std::iter::from_fn(|| d.pop_ready(u64::MAX).map(|(p, _)| p[0])).collect();
+        let out: Vec<u8> = std::iter::from_fn(|| d.pop_ready(u64::MAX).map(|p| p[0])).collect();
         assert_eq!(out, [3, 4, 1, 2, 6, 5]);
     }
 }
