@@ -109,6 +109,7 @@ mod classify;
 pub mod config;
 pub mod controller;
 mod error;
+pub mod gso;
 pub mod impair;
 pub mod mode;
 mod native;
@@ -138,7 +139,7 @@ pub use controller::{
 pub use impair::ImpairConfig;
 pub use mode::Mode;
 pub use native::{lower_rcp_option, lower_rcp_option_in};
-pub use port::{DropReason, Port, PushOutcome, SHRINK_SLACK};
+pub use port::{DropReason, GsoOutcome, Port, PushOutcome, SHRINK_SLACK};
 pub use qdisc::{QdiscConfig, QueueDiscipline, Verdict};
 pub use router::{InterfaceHook, Router, RouterCounters, Routes};
 pub use rwm::{Rwm, RwmClass, RwmConfig, RwmOutcome, RwmStats, Side};

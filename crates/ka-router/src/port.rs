@@ -18,6 +18,7 @@ use ka_codec::wire::{Layout, Segment, SegmentMut};
 use crate::classify::{self, Kind, Reject};
 use crate::config::{PortConfig, Signalling};
 use crate::controller::{RateController, Rcp};
+use crate::gso::{self, Gso};
 use crate::impair::Impairer;
 use crate::mode::Mode;
 use crate::qdisc::{DropCause, QueueDiscipline, Verdict};
@@ -63,6 +64,32 @@ pub enum DropReason {
     NotIp,
 }
 
+/// What [`Port::push_gso`] did with a super-packet's segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GsoOutcome {
+    /// [`PushOutcome::Dropped`] (the first reason) if any segment was
+    /// dropped, else [`PushOutcome::Marked`] if any was marked, else
+    /// [`PushOutcome::Queued`].
+    pub outcome: PushOutcome,
+    /// Segments dropped.
+    pub dropped: u16,
+}
+
+impl GsoOutcome {
+    fn add(&mut self, o: PushOutcome, segments: u16) {
+        match (o, self.outcome) {
+            (PushOutcome::Dropped(_), PushOutcome::Dropped(_)) => {}
+            (PushOutcome::Dropped(_), _) | (PushOutcome::Marked, PushOutcome::Queued) => {
+                self.outcome = o;
+            }
+            _ => {}
+        }
+        if let PushOutcome::Dropped(_) = o {
+            self.dropped = self.dropped.saturating_add(segments);
+        }
+    }
+}
+
 /// One direction of a KA router (DESIGN §3.1): classify → queue
 /// discipline → shaper at C → signalling on dequeue → (impairments,
 /// DESIGN §3.10) → delay line.
@@ -80,6 +107,52 @@ pub struct Port {
     delay_line: DelayLine,
     sojourn: SojournHistogram,
     counters: Counters,
+    /// Segments of a super-packet [`Port::poll_transmit`] cut and has not
+    /// handed out yet.
+    cut: std::collections::VecDeque<Vec<u8>>,
+    /// Scratch: each segment's length and kind, for the signalling stage.
+    arrivals: Vec<(usize, Kind)>,
+    /// Scratch: the pieces of a dequeued super-packet.
+    gso_pieces: Vec<(Vec<u8>, Option<Gso>)>,
+    /// Which pieces in the delay line are super-packets.
+    supers: SuperMarks,
+}
+
+/// Which pieces in a port's delay line are super-packets, by their place
+/// in it. Super-packets travel only through a port without an impairment
+/// stage, whose delay line releases in the order pieces enter it (each
+/// release is the end of a serialisation, which never decreases, plus a
+/// constant delay), so a mark is the number of pieces that leave before
+/// it. Plain traffic pays one emptiness check per departure.
+#[derive(Debug, Default)]
+struct SuperMarks {
+    /// Pieces popped since the marks were last empty.
+    pops: u64,
+    /// (pieces popped before it leaves, counted as `pops`; its view).
+    marks: std::collections::VecDeque<(u64, Gso)>,
+}
+
+impl SuperMarks {
+    /// A super-packet enters a delay line that holds `ahead` pieces.
+    fn pushed(&mut self, ahead: usize, g: Gso) {
+        if self.marks.is_empty() {
+            self.pops = 0;
+        }
+        self.marks.push_back((self.pops + ahead as u64, g));
+    }
+
+    /// A piece left the delay line: its view if it is a super-packet.
+    #[inline]
+    fn popped(&mut self) -> Option<Gso> {
+        let &(at, g) = self.marks.front()?;
+        let this = self.pops;
+        self.pops += 1;
+        if at == this {
+            self.marks.pop_front();
+            return Some(g);
+        }
+        None
+    }
 }
 
 impl std::fmt::Debug for Port {
@@ -145,6 +218,10 @@ impl Port {
             delay_line: DelayLine::default(),
             sojourn: SojournHistogram::default(),
             counters: Counters::default(),
+            cut: std::collections::VecDeque::new(),
+            arrivals: Vec::new(),
+            gso_pieces: Vec::new(),
+            supers: SuperMarks::default(),
             config,
         }
     }
@@ -220,6 +297,156 @@ impl Port {
         self.push_inner(now, packet, Some(layout))
     }
 
+    /// A TCP super-packet arrives ([`crate::gso`]): `gso` is its view,
+    /// [`Gso::new`] of these bytes and `layout` ([`Layout::parse`] of
+    /// them). It travels the port as one unit — the counters, the queue
+    /// (its bytes and its segment count) and the shaper account it as its
+    /// segments one by one — and departs whole from
+    /// [`Port::poll_transmit_gso`], unless a stage must decide per
+    /// packet. Then the port cuts it first and pushes the segments
+    /// ([`Port::push_parsed`] each): an impairment stage, a queue
+    /// discipline that does not take super-packets
+    /// ([`QueueDiscipline::takes_gso`]: RED, FQ-CoDel), a queue without
+    /// room for all its segments (drop-tail must drop exactly the segments
+    /// that overflow), or a signalling stage that must see each
+    /// ([`Signaller::takes_gso`]). A
+    /// capacity too low to serialise it within [`gso::MAX_BURST`] cuts it
+    /// into smaller super-packets that fit. On dequeue the signalling
+    /// stage may cut off the segments it signals and leave the rest whole
+    /// ([`Signaller::on_dequeue_gso`]).
+    ///
+    /// [`QueueDiscipline::takes_gso`]: crate::QueueDiscipline::takes_gso
+    pub fn push_gso(
+        &mut self,
+        now: Instant,
+        packet: Vec<u8>,
+        layout: Layout,
+        gso: Gso,
+    ) -> GsoOutcome {
+        let mut out = GsoOutcome {
+            outcome: PushOutcome::Queued,
+            dropped: 0,
+        };
+        let whole = self.impair.is_none()
+            && self.queue.takes_gso()
+            && self
+                .signal
+                .takes_gso(&Segment::with_layout(&packet, layout));
+        let per_piece = if whole {
+            self.burst_segments(gso, packet.len())
+        } else {
+            1
+        };
+        self.advance(now);
+        let room = self.queue.len() + usize::from(gso.segments()) <= self.config.queue_limit;
+        if whole && per_piece >= gso.segments() && room {
+            let o = self.push_whole(now, packet, layout, gso);
+            out.add(o, gso.segments());
+            return out;
+        }
+        // Pieces that fit the burst, or (no room for all, or a stage that
+        // decides per packet) single segments.
+        let step = if per_piece >= 2 && room { per_piece } else { 1 };
+        let mut from = 0;
+        while from < gso.segments() {
+            let to = from.saturating_add(step).min(gso.segments());
+            let Some((piece, view)) = gso::piece(&packet, gso, from, to) else {
+                break;
+            };
+            let parsed = Layout::parse(&piece).ok();
+            let o = match (view, parsed) {
+                (Some(g), Some(l))
+                    if {
+                        self.advance(now);
+                        self.queue.len() + usize::from(g.segments()) <= self.config.queue_limit
+                    } =>
+                {
+                    self.push_whole(now, piece, l, g)
+                }
+                (Some(g), _) => {
+                    // No room for all of it: segment by segment.
+                    for p in gso::segments(&piece, g) {
+                        let o = self.push_inner(now, p, None);
+                        out.add(o, 1);
+                    }
+                    from = to;
+                    continue;
+                }
+                (None, l) => self.push_inner(now, piece, l),
+            };
+            out.add(o, to - from);
+            from = to;
+        }
+        out
+    }
+
+    /// How many segments of a super-packet like `gso` (of `len` bytes) the
+    /// link serialises within [`gso::MAX_BURST`] (at least 1).
+    fn burst_segments(&self, gso: Gso, len: usize) -> u16 {
+        let seg = gso.segment_len(len, 0).max(1) as u128;
+        let burst =
+            u128::from(self.config.capacity_bps) * gso::MAX_BURST.as_nanos() / (8 * 1_000_000_000);
+        u16::try_from(burst / seg).unwrap_or(u16::MAX).max(1)
+    }
+
+    /// A super-packet enters as one unit (see [`Port::push_gso`]).
+    fn push_whole(
+        &mut self,
+        now: Instant,
+        mut packet: Vec<u8>,
+        layout: Layout,
+        gso: Gso,
+    ) -> PushOutcome {
+        let t = self.advance(now);
+        let n = gso.segments();
+        self.counters.packets_in += u64::from(n);
+        self.counters.bytes_in += gso.wire_len(packet.len()) as u64;
+        let ingress =
+            classify::ingress_parsed(&mut packet, self.config.decrement_ttl, Some(layout));
+        let (kind, layout) = match ingress {
+            Ok((kind, Some(l))) => (kind, l),
+            Ok((_, None)) | Err(Reject::Malformed) => {
+                self.counters.drops_malformed += u64::from(n);
+                return PushOutcome::Dropped(DropReason::Malformed);
+            }
+            Err(Reject::TtlExpired) => {
+                self.counters.drops_ttl += u64::from(n);
+                return PushOutcome::Dropped(DropReason::TtlExpired);
+            }
+        };
+        // Each segment as the classifier would see it: an IPv4 packet's
+        // RTT indicator is read from its length.
+        let mut arrivals = std::mem::take(&mut self.arrivals);
+        arrivals.clear();
+        arrivals.extend((0..n).map(|k| {
+            let len = gso.segment_len(packet.len(), k);
+            let kind = match kind {
+                Kind::Ipv4 { .. } => Kind::Ipv4 {
+                    indicator: ka_codec::rtt::classify(len, layout.dont_frag()),
+                },
+                other => other,
+            };
+            (len, kind)
+        }));
+        let seg = Segment::with_layout(&packet, layout);
+        self.signal
+            .on_arrival_gso(t, &seg, &arrivals, &mut self.counters);
+        self.arrivals = arrivals;
+        let was_empty = self.queue.is_empty();
+        let outcome = match self.queue.enqueue_gso(t, packet, layout, gso) {
+            Verdict::Queued => PushOutcome::Queued,
+            Verdict::Marked => PushOutcome::Marked,
+            Verdict::Dropped(DropCause::Overflow) => PushOutcome::Dropped(DropReason::QueueFull),
+            Verdict::Dropped(DropCause::Aqm) => PushOutcome::Dropped(DropReason::Aqm),
+        };
+        self.signal.on_queue(t, self.queue_state());
+        if was_empty && !self.queue.is_empty() {
+            self.shaper.idle_until(t);
+            self.advance(now);
+        }
+        outcome
+    }
+
     #[inline]
     fn push_inner(
         &mut self,
@@ -270,12 +497,54 @@ impl Port {
 
     /// The next packet or fragment whose departure (end of serialisation +
     /// delay) is at or before `now`. Call repeatedly until `None`.
+    ///
+    /// Always a plain packet: a super-packet that departs
+    /// ([`Port::push_gso`]) comes out cut into its segments, one per call
+    /// ([`Port::poll_transmit_gso`] hands it out whole).
+    #[inline]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+        if !self.cut.is_empty() {
+            return self.cut.pop_front();
+        }
         let t = self.advance(now);
         let piece = self.delay_line.pop_ready(t)?;
+        if let Some(g) = self.supers.popped() {
+            self.count_out(&piece, Some(g));
+            self.cut.extend(gso::segments(&piece, g));
+            return self.cut.pop_front();
+        }
         self.counters.packets_out += 1;
         self.counters.bytes_out += piece.len() as u64;
         Some(piece)
+    }
+
+    /// [`Port::poll_transmit`], but a super-packet departs whole, with its
+    /// view (for a device that segments it: a TUN device with offloads).
+    /// The counters count its segments and their bytes, as for the
+    /// segments one by one.
+    pub fn poll_transmit_gso(&mut self, now: Instant) -> Option<(Vec<u8>, Option<Gso>)> {
+        if let Some(p) = self.cut.pop_front() {
+            return Some((p, None));
+        }
+        let t = self.advance(now);
+        let piece = self.delay_line.pop_ready(t)?;
+        let gso = self.supers.popped();
+        self.count_out(&piece, gso);
+        Some((piece, gso))
+    }
+
+    /// Counts a piece leaving (a super-packet as its segments).
+    fn count_out(&mut self, piece: &[u8], gso: Option<Gso>) {
+        match gso {
+            None => {
+                self.counters.packets_out += 1;
+                self.counters.bytes_out += piece.len() as u64;
+            }
+            Some(g) => {
+                self.counters.packets_out += u64::from(g.segments());
+                self.counters.bytes_out += g.wire_len(piece.len()) as u64;
+            }
+        }
     }
 
     /// When the port next has work: the next dequeue (start of a
@@ -288,6 +557,9 @@ impl Port {
     /// time from the next `poll_timeout`. Control-loop and mode timers are
     /// evaluated lazily and never need a wake-up.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.cut.is_empty() {
+            return Some(self.clock.instant(self.now));
+        }
         let deq = (!self.queue.is_empty()).then(|| self.shaper.free_at());
         let rel = self.delay_line.next_release();
         let t = match (deq, rel) {
@@ -311,6 +583,9 @@ impl Port {
     /// it is next advanced, and its results do not depend on when that is.
     /// Without a delay it equals [`Port::poll_timeout`].
     pub fn next_departure(&self) -> Option<Instant> {
+        if !self.cut.is_empty() {
+            return Some(self.clock.instant(self.now));
+        }
         let min_delay = self
             .impair
             .as_ref()
@@ -453,11 +728,15 @@ impl Port {
     /// let the signalling stage stamp it and put its piece(s) on the wire
     /// back to back.
     fn dequeue(&mut self, t: u64) {
-        let Some((d, layout)) = self.queue.dequeue_parsed(t) else {
+        let Some((d, layout, gso)) = self.queue.dequeue_gso(t) else {
             return;
         };
         self.sojourn.record(t.saturating_sub(d.enqueued_at));
         let q = self.queue_state();
+        if let Some(g) = gso {
+            self.dequeue_super(t, d.packet, layout, g, q);
+            return;
+        }
         let (first, second) = self
             .signal
             .on_dequeue(t, d.packet, layout, q, &mut self.counters);
@@ -469,6 +748,39 @@ impl Port {
         if let Some(second) = second {
             self.transmit(second);
         }
+    }
+
+    /// [`Port::dequeue`] of a super-packet: the signalling stage returns
+    /// its pieces (the whole, or a few segments cut off to be signalled and
+    /// the rest), serialised back to back.
+    #[cold]
+    fn dequeue_super(
+        &mut self,
+        t: u64,
+        packet: Vec<u8>,
+        layout: Option<Layout>,
+        gso: Gso,
+        q: crate::signal::QueueState,
+    ) {
+        let mut pieces = std::mem::take(&mut self.gso_pieces);
+        pieces.clear();
+        self.signal
+            .on_dequeue_gso(t, packet, layout, gso, q, &mut self.counters, &mut pieces);
+        self.shaper.idle_until(t);
+        for (piece, g) in pieces.drain(..) {
+            match g {
+                None => self.transmit(piece),
+                Some(g) => {
+                    // Whole: no impairment stage (`push_gso` cut it
+                    // otherwise).
+                    let end = self.shaper.send(g.wire_len(piece.len()));
+                    self.supers.pushed(self.delay_line.len(), g);
+                    self.delay_line
+                        .push(end.saturating_add(self.delay_ns), piece);
+                }
+            }
+        }
+        self.gso_pieces = pieces;
     }
 
     /// Serialises one piece at C, back to back with the previous one, and

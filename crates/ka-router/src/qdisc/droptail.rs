@@ -4,6 +4,8 @@ use std::collections::VecDeque;
 
 use ka_codec::wire::Layout;
 
+use crate::gso::Gso;
+
 use super::{Dequeued, DropCause, Nanos, QdiscStats, QueueDiscipline, Verdict};
 
 /// The [`QueueDiscipline`] accessors of a discipline that keeps its packets in a
@@ -30,14 +32,21 @@ macro_rules! fifo_accessors {
 }
 pub(super) use fifo_accessors;
 
+/// A queued packet: enqueued when, its bytes, its parse, its super-packet
+/// view.
+type Entry = (Nanos, Vec<u8>, Option<Layout>, Option<Gso>);
+
 /// Packets in arrival order with their enqueue times and the classifier's
-/// parse (if the port handed one on), and the bytes they hold: the queue of
+/// parse (if the port handed one on), and the packets and bytes they hold (a
+/// super-packet counts as its segments and their wire bytes): the queue of
 /// [`DropTail`] and of [`Red`](super::Red), which differ only in what they
 /// admit. The ring buffer grows on demand, never reserved up front (don't
 /// reserve a stranger-sized block).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Fifo {
-    packets: VecDeque<(Nanos, Vec<u8>, Option<Layout>)>,
+    packets: VecDeque<Entry>,
+    /// Packets held, a super-packet's segments each.
+    count: usize,
     bytes: usize,
 }
 
@@ -46,26 +55,51 @@ impl Fifo {
     #[inline]
     pub(super) fn push(&mut self, now: Nanos, packet: Vec<u8>, layout: Option<Layout>) {
         self.bytes += packet.len();
-        self.packets.push_back((now, packet, layout));
+        self.count += 1;
+        self.packets.push_back((now, packet, layout, None));
+    }
+
+    /// [`Fifo::push`] of a super-packet (counted as its segments).
+    pub(super) fn push_gso(&mut self, now: Nanos, packet: Vec<u8>, layout: Layout, gso: Gso) {
+        self.bytes += gso.wire_len(packet.len());
+        self.count += usize::from(gso.segments());
+        self.packets
+            .push_back((now, packet, Some(layout), Some(gso)));
     }
 
     /// Takes the oldest packet and its parse.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<(Dequeued, Option<Layout>)> {
-        let (enqueued_at, packet, layout) = self.packets.pop_front()?;
-        self.bytes -= packet.len();
+        self.pop_gso().map(|(d, l, _)| (d, l))
+    }
+
+    /// Takes the oldest packet, its parse and its super-packet view.
+    #[inline]
+    pub(super) fn pop_gso(&mut self) -> Option<(Dequeued, Option<Layout>, Option<Gso>)> {
+        let (enqueued_at, packet, layout, gso) = self.packets.pop_front()?;
+        match gso {
+            None => {
+                self.bytes -= packet.len();
+                self.count -= 1;
+            }
+            Some(g) => {
+                self.bytes -= g.wire_len(packet.len());
+                self.count -= usize::from(g.segments());
+            }
+        }
         Some((
             Dequeued {
                 packet,
                 enqueued_at,
             },
             layout,
+            gso,
         ))
     }
 
     /// Packets held.
     pub(super) fn len(&self) -> usize {
-        self.packets.len()
+        self.count
     }
 
     /// Whether it holds no packet.
@@ -80,7 +114,7 @@ impl Fifo {
 
     /// When the oldest packet was enqueued.
     pub(super) fn oldest_enqueued_at(&self) -> Option<Nanos> {
-        self.packets.front().map(|(t, _, _)| *t)
+        self.packets.front().map(|(t, _, _, _)| *t)
     }
 }
 
@@ -130,6 +164,25 @@ impl QueueDiscipline for DropTail {
 
     fn dequeue_parsed(&mut self, _now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
         self.fifo.pop()
+    }
+
+    /// Drop-tail takes super-packets: its only decision, the limit, counts
+    /// their segments (the port hands one over only when all fit).
+    fn takes_gso(&self) -> bool {
+        true
+    }
+
+    fn enqueue_gso(&mut self, now: Nanos, packet: Vec<u8>, layout: Layout, gso: Gso) -> Verdict {
+        if self.fifo.len() + usize::from(gso.segments()) > self.limit {
+            self.stats.drops_overflow += u64::from(gso.segments());
+            return Verdict::Dropped(DropCause::Overflow);
+        }
+        self.fifo.push_gso(now, packet, layout, gso);
+        Verdict::Queued
+    }
+
+    fn dequeue_gso(&mut self, _now: Nanos) -> Option<(Dequeued, Option<Layout>, Option<Gso>)> {
+        self.fifo.pop_gso()
     }
 
     fifo_accessors!();

@@ -51,6 +51,8 @@ use std::fmt;
 
 use ka_codec::wire::Layout;
 
+use crate::gso::Gso;
+
 /// Time on a port's clock: nanoseconds since the port was created.
 pub type Nanos = u64;
 
@@ -134,6 +136,33 @@ pub trait QueueDiscipline: Send + fmt::Debug {
     /// with (always `None` by default).
     fn dequeue_parsed(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>)> {
         self.dequeue(now).map(|d| (d, None))
+    }
+
+    /// Whether the discipline takes TCP super-packets whole
+    /// ([`QueueDiscipline::enqueue_gso`], [`crate::gso`]): only one that
+    /// makes no per-packet decision beyond its limit may (a discipline
+    /// whose drop or mark decisions are per packet — RED, CoDel — gets the
+    /// segments one by one). Default false.
+    fn takes_gso(&self) -> bool {
+        false
+    }
+
+    /// A super-packet of `gso.segments()` segments arrives (only if
+    /// [`QueueDiscipline::takes_gso`]): the discipline counts it as its
+    /// segments in [`QueueDiscipline::len`] and their wire bytes in
+    /// [`QueueDiscipline::bytes`], and hands it back whole with its view
+    /// from [`QueueDiscipline::dequeue_gso`]. The default queues it as a
+    /// plain packet (for a discipline that does not take them).
+    fn enqueue_gso(&mut self, now: Nanos, packet: Vec<u8>, layout: Layout, gso: Gso) -> Verdict {
+        let _ = gso;
+        self.enqueue_parsed(now, packet, Some(layout))
+    }
+
+    /// [`QueueDiscipline::dequeue_parsed`] with the super-packet view of
+    /// what leaves, if it entered by [`QueueDiscipline::enqueue_gso`]
+    /// (always `None` by default).
+    fn dequeue_gso(&mut self, now: Nanos) -> Option<(Dequeued, Option<Layout>, Option<Gso>)> {
+        self.dequeue_parsed(now).map(|(d, l)| (d, l, None))
     }
 
     /// Packets queued.

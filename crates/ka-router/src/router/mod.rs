@@ -99,6 +99,7 @@ use std::time::Instant;
 
 use ka_codec::wire::{Layout, SegmentMut};
 
+use crate::gso::{self, Gso};
 use crate::port::{Port, PushOutcome};
 use crate::rwm::{Rwm, RwmStats, Side};
 
@@ -130,6 +131,8 @@ struct Batched {
     egress: Option<usize>,
     /// The one parse of `packet` (`None`: not IP).
     layout: Option<Layout>,
+    /// Its view as a TCP super-packet, if it is one.
+    gso: Option<Gso>,
     packet: Vec<u8>,
 }
 
@@ -352,18 +355,76 @@ impl Router {
     /// and counted. [`Router::poll_transmit`] then drains every interface
     /// the batch acted on; a per-interface driver polls as usual.
     pub fn handle_batch(&mut self, arrivals: impl IntoIterator<Item = (Instant, usize, Vec<u8>)>) {
+        self.handle_batch_gso(
+            arrivals
+                .into_iter()
+                .map(|(now, ingress, packet)| (now, ingress, packet, None)),
+        );
+    }
+
+    /// [`Router::handle_batch`] of packets among which are TCP
+    /// super-packets (`Some(gso_size)`: the `virtio_net_hdr`'s segment
+    /// size; see [`crate::gso`]). A super-packet enters its egress port
+    /// whole ([`Port::push_gso`], which decides whether it stays whole),
+    /// unless a stage of the router itself works per packet: then it is
+    /// cut into its segments here first (receive-window modulation, a
+    /// reverse path that lowers echoes, a hook on its egress). A
+    /// super-packet whose view cannot be made ([`Gso::new`]: not TCP, IPv6
+    /// extension headers) goes on as one plain packet. A direct link
+    /// carries its segments.
+    pub fn handle_batch_gso(
+        &mut self,
+        arrivals: impl IntoIterator<Item = (Instant, usize, Vec<u8>, Option<u16>)>,
+    ) {
         self.pending.clear();
         self.cursor = 0;
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let routes = &self.routes;
-        batch.extend(arrivals.into_iter().map(|(now, ingress, packet)| Batched {
-            egress: routes.egress(ingress, &packet),
-            layout: Layout::parse(&packet).ok(),
-            now,
-            ingress,
-            packet,
-        }));
+        let per_packet = self.rwm.is_some() || self.any_reverse;
+        let interfaces = &self.interfaces;
+        for (now, ingress, packet, gso_size) in arrivals {
+            let egress = routes.egress(ingress, &packet);
+            let layout = Layout::parse(&packet).ok();
+            let view = gso_size
+                .zip(layout)
+                .and_then(|(size, l)| Gso::new(&packet, &l, size));
+            let Some(g) = view else {
+                batch.push(Batched {
+                    egress,
+                    layout,
+                    gso: None,
+                    now,
+                    ingress,
+                    packet,
+                });
+                continue;
+            };
+            let whole = !per_packet
+                && matches!(
+                    egress.and_then(|e| interfaces.get(e)),
+                    Some(Interface::Port(slot)) if slot.hook.is_none()
+                );
+            if whole {
+                batch.push(Batched {
+                    egress,
+                    layout,
+                    gso: Some(g),
+                    now,
+                    ingress,
+                    packet,
+                });
+            } else {
+                batch.extend(gso::segments(&packet, g).map(|p| Batched {
+                    egress,
+                    layout: Layout::parse(&p).ok(),
+                    gso: None,
+                    now,
+                    ingress,
+                    packet: p,
+                }));
+            }
+        }
         if let Some(rwm) = &mut self.rwm {
             let reverse = &self.rwm_reverse;
             rwm.process_batch_parsed(batch.iter_mut().filter_map(|b| {
@@ -381,12 +442,23 @@ impl Router {
                 ingress,
                 egress,
                 layout,
+                gso,
                 mut packet,
             } = b;
             let Some(egress) = egress else {
                 self.counters.unroutable += 1;
                 continue;
             };
+            if let (Some(g), Some(l)) = (gso, layout) {
+                // Whole: no reverse path, no RWM, no hook (see above).
+                if let Some(Interface::Port(slot)) = self.interfaces.get_mut(egress) {
+                    let o = slot.port.push_gso(now, packet, l, g);
+                    self.counters.port_drops += u64::from(o.dropped);
+                    slot.queue_max = slot.queue_max.max(slot.port.queue_len());
+                    self.pending.push(egress);
+                }
+                continue;
+            }
             self.reverse_path(now, ingress, egress, &mut packet, layout);
             // Counted when the egress does not exist; nothing to give back.
             let _ = self.enter(now, egress, packet, layout);
@@ -462,6 +534,19 @@ impl Router {
             self.cursor += 1;
         }
         None
+    }
+
+    /// [`Router::poll_transmit_on`], but a super-packet departs whole with
+    /// its view ([`Port::poll_transmit_gso`]).
+    pub fn poll_transmit_on_gso(
+        &mut self,
+        iface: usize,
+        now: Instant,
+    ) -> Option<(Vec<u8>, Option<Gso>)> {
+        match self.interfaces.get_mut(iface)? {
+            Interface::Port(slot) => slot.port.poll_transmit_gso(now),
+            Interface::Direct(_) => self.poll_transmit_on(iface, now).map(|p| (p, None)),
+        }
     }
 
     /// The next packet of interface `iface` due at or before `now`, if any.

@@ -373,3 +373,40 @@ fn after_an_arrival_the_reverse_path_port_drains_before_the_egress() {
     assert_eq!(rest.pop(), Some(1));
     assert!(rest.iter().all(|&i| i == 0));
 }
+
+/// Router stages that work per packet cut a super-packet; otherwise it
+/// reaches its port whole and leaves whole.
+#[test]
+fn a_super_packet_crosses_a_router_whole_unless_a_router_stage_is_per_packet() {
+    let plain = || {
+        let mut c = PortConfig::new(10_000_000_000);
+        c.signalling = Signalling::None;
+        Port::new(c, t0())
+    };
+    // Ten segments of 1000 bytes behind one header (the TCP checksum of
+    // a super-packet is the device's business).
+    let sup = seg(A, B, (40000, 5001), (1, 1), ACK, &[], 10_000);
+    let run = |r: &mut Router| -> Vec<(Vec<u8>, Option<Gso>)> {
+        r.handle_batch_gso([(at(MS), 0, sup.clone(), Some(1000))]);
+        std::iter::from_fn(|| r.poll_transmit_on_gso(1, at(100 * MS))).collect()
+    };
+    let mut whole = Router::new(Routes::Crossover);
+    whole.add_port(plain());
+    whole.add_port(plain());
+    let out = run(&mut whole);
+    assert_eq!(out.len(), 1);
+    let g = out[0].1.expect("whole");
+    assert_eq!(g.segments(), 10);
+    let snap = whole.port(1).unwrap().snapshot();
+    assert_eq!(snap.counters.packets_out, 10);
+    assert_eq!(snap.counters.bytes_out, 10 * 1040);
+
+    let mut cut = Router::new(Routes::Crossover);
+    cut.add_port(plain());
+    cut.add_port(plain());
+    cut.set_rwm(rwm(), [0]);
+    let out = run(&mut cut);
+    assert_eq!(out.len(), 10);
+    assert!(out.iter().all(|(p, g)| g.is_none() && p.len() == 1040));
+    assert_eq!(cut.port(1).unwrap().snapshot().counters, snap.counters);
+}

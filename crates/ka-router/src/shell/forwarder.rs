@@ -5,6 +5,12 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::stats::{CoreStats, Direction};
+use crate::gso::{self, Gso};
+use ka_codec::wire::Layout;
+
+/// Packets read at one wake-up: direction, bytes, time read, and the
+/// segment size of a TCP super-packet (`None`: a plain packet).
+pub type Arrivals = Vec<(Direction, Vec<u8>, Instant, Option<u16>)>;
 
 /// A sans-IO packet processor for both directions, driven by the pacing
 /// thread: packets in with [`Forwarder::push`], due packets out with
@@ -22,8 +28,30 @@ pub trait Forwarder: Send + 'static {
             self.push(dir, now, packet);
         }
     }
+    /// [`Forwarder::push_batch`] of packets among which are TCP
+    /// super-packets (read whole from a device with offloads; see
+    /// [`crate::gso`]). By default each is cut into its segments first.
+    fn push_batch_gso(&mut self, batch: &mut Arrivals) {
+        let mut plain = Vec::with_capacity(batch.len());
+        for (dir, packet, now, size) in batch.drain(..) {
+            match view(&packet, size) {
+                Some(g) => plain.extend(gso::segments(&packet, g).map(|p| (dir, p, now))),
+                None => plain.push((dir, packet, now)),
+            }
+        }
+        self.push_batch(&mut plain);
+    }
     /// The next packet of `dir` due at or before `now`, if any.
     fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>>;
+    /// [`Forwarder::poll_transmit`], but a super-packet may come whole,
+    /// with its view (by default never).
+    fn poll_transmit_gso(
+        &mut self,
+        dir: Direction,
+        now: Instant,
+    ) -> Option<(Vec<u8>, Option<Gso>)> {
+        self.poll_transmit(dir, now).map(|p| (p, None))
+    }
     /// The earliest instant either direction has something due (`None`:
     /// nothing queued or in flight).
     fn poll_timeout(&self) -> Option<Instant>;
@@ -37,14 +65,24 @@ pub trait Forwarder: Send + 'static {
     }
 }
 
+/// Packets held, each with its super-packet view if it is one.
+type Held = VecDeque<(Vec<u8>, Option<Gso>)>;
+
+/// `packet` as a super-packet of `size`-byte segments, if it is one.
+fn view(packet: &[u8], size: Option<u16>) -> Option<Gso> {
+    let size = size?;
+    Gso::new(packet, &Layout::parse(packet).ok()?, size)
+}
+
 /// Forwards every packet unchanged, immediately, in order — no queue limit
 /// beyond [`PassThrough::MAX_QUEUE`], no shaping, no stamping. The baseline
 /// the forwarding benchmark compares `ka-router` against, and a diagnostic
 /// (`ka-router --passthrough`) to tell TUN/namespace problems from router
 /// behaviour.
+/// A TCP super-packet stays whole.
 #[derive(Debug, Default)]
 pub struct PassThrough {
-    queues: [VecDeque<Vec<u8>>; 2],
+    queues: [Held; 2],
     stats: [CoreStats; 2],
     now_due: Option<Instant>,
 }
@@ -59,7 +97,7 @@ impl PassThrough {
         Self::default()
     }
 
-    fn slot(&mut self, dir: Direction) -> (&mut VecDeque<Vec<u8>>, &mut CoreStats) {
+    fn slot(&mut self, dir: Direction) -> (&mut Held, &mut CoreStats) {
         match dir {
             Direction::Forward => {
                 let [q, _] = &mut self.queues;
@@ -75,18 +113,52 @@ impl PassThrough {
     }
 }
 
-impl Forwarder for PassThrough {
-    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+impl PassThrough {
+    fn hold(&mut self, dir: Direction, now: Instant, packet: Vec<u8>, g: Option<Gso>) {
         let (q, s) = self.slot(dir);
         if q.len() >= Self::MAX_QUEUE {
             s.drops_queue += 1;
         } else {
-            q.push_back(packet);
+            q.push_back((packet, g));
             self.now_due.get_or_insert(now);
         }
     }
+}
 
-    fn poll_transmit(&mut self, dir: Direction, _now: Instant) -> Option<Vec<u8>> {
+impl Forwarder for PassThrough {
+    fn push(&mut self, dir: Direction, now: Instant, packet: Vec<u8>) {
+        self.hold(dir, now, packet, None);
+    }
+
+    fn push_batch_gso(&mut self, batch: &mut Arrivals) {
+        for (dir, packet, now, size) in batch.drain(..) {
+            let g = view(&packet, size);
+            self.hold(dir, now, packet, g);
+        }
+    }
+
+    fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
+        let (p, g) = self.poll_transmit_gso(dir, now)?;
+        let Some(g) = g else {
+            return Some(p);
+        };
+        let (q, _) = self.slot(dir);
+        let mut segs = gso::segments(&p, g);
+        let first = segs.next();
+        for (k, s) in segs.enumerate() {
+            q.insert(k, (s, None));
+        }
+        if first.is_some() {
+            self.now_due.get_or_insert(now);
+        }
+        first
+    }
+
+    fn poll_transmit_gso(
+        &mut self,
+        dir: Direction,
+        _now: Instant,
+    ) -> Option<(Vec<u8>, Option<Gso>)> {
         let (q, _) = self.slot(dir);
         let p = q.pop_front();
         if self.queues.iter().all(VecDeque::is_empty) {

@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use ka_io::offload::{CoalescingWriter, SegmentReader};
+use ka_io::offload::{CoalescingWriter, SegmentReader, Tso};
 use ka_io::pacing::{PollFd, PollFlags, wait_readable};
 use ka_io::tun::MAX_PACKET;
 use tun_rs::SyncDevice;
 
 use super::stats::{Direction, IoCounters, SharedStats};
+use crate::gso::Gso;
 
 /// After a read error (other than "nothing to read") a device is left
 /// alone this long, so a vanished device cannot make the thread spin.
@@ -40,6 +41,11 @@ pub(crate) trait Input {
     fn wait(&mut self, deadline: Instant, spin: Duration);
     /// A packet that is ready now, with the direction it travels.
     fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)>;
+    /// [`Input::next`], but a TCP super-packet comes whole, with its
+    /// [`Tso`] (devices read with offloads; by default never).
+    fn next_gso(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>, Option<Tso>)> {
+        self.next(stats).map(|(d, p)| (d, p, None))
+    }
     /// No packet will ever come again (test channels only).
     fn closed(&self) -> bool;
 }
@@ -55,6 +61,18 @@ pub(crate) trait Output {
     /// writes on another thread takes the buffer instead of copying it).
     fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
         self.write(dir, &packet)
+    }
+
+    /// Writes TCP super-packet `packet` (its view `gso`,
+    /// [`crate::gso`]). By default cut into its segments, each written
+    /// with [`Output::write_owned`]; an output to a device with offloads
+    /// writes it whole. The bytes written, as for its segments.
+    fn write_gso(&mut self, dir: Direction, packet: Vec<u8>, gso: Gso) -> io::Result<usize> {
+        let mut n = 0;
+        for p in crate::gso::segments(&packet, gso) {
+            n += self.write_owned(dir, p)?;
+        }
+        Ok(n)
     }
 
     /// Writes whatever [`Output::write`] collected (an output that batches
@@ -91,6 +109,9 @@ impl<I: Input, O> Input for Pair<I, O> {
     fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {
         self.input.next(stats)
     }
+    fn next_gso(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>, Option<Tso>)> {
+        self.input.next_gso(stats)
+    }
     fn closed(&self) -> bool {
         self.input.closed()
     }
@@ -102,6 +123,9 @@ impl<I, O: Output> Output for Pair<I, O> {
     }
     fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
         self.output.write_owned(dir, packet)
+    }
+    fn write_gso(&mut self, dir: Direction, packet: Vec<u8>, gso: Gso) -> io::Result<usize> {
+        self.output.write_gso(dir, packet, gso)
     }
     fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
         self.output.flush(on_error);
@@ -138,6 +162,16 @@ impl Output for TunOutput {
         }
     }
 
+    fn write_gso(&mut self, dir: Direction, mut packet: Vec<u8>, gso: Gso) -> io::Result<usize> {
+        let i = dir.index();
+        match (self.devices.get(i), self.writers.get_mut(i)) {
+            (Some(d), Some(w)) => w
+                .push_gso(d, &mut packet, gso.size())
+                .map(|_| gso.wire_len(packet.len())),
+            _ => Err(io::Error::other("no device for this direction")),
+        }
+    }
+
     fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
         for dir in Direction::ALL {
             let i = dir.index();
@@ -149,6 +183,10 @@ impl Output for TunOutput {
         }
     }
 }
+
+/// Packets of one read not handed out yet (a TCP super-packet whole, with
+/// its [`Tso`]).
+type Pending = VecDeque<(Vec<u8>, Option<Tso>)>;
 
 /// Both TUN devices, non-blocking: `in` carries forward packets, `out`
 /// reverse ones.
@@ -166,7 +204,7 @@ pub(crate) struct TunInput {
     /// Devices opened with offloads: each read may give many packets, and
     /// those not handed out yet wait here (at most one read's worth per
     /// device, [`ka_io::offload::BATCH`]).
-    offload: Option<(SegmentReader, [VecDeque<Vec<u8>>; 2])>,
+    offload: Option<(SegmentReader, [Pending; 2])>,
 }
 
 impl TunInput {
@@ -209,8 +247,9 @@ impl TunInput {
         })
     }
 
-    /// One read from device `i`: the next packet, if any.
-    fn read(&mut self, i: usize) -> io::Result<Option<Vec<u8>>> {
+    /// One read from device `i`: the next packet, if any (a TCP
+    /// super-packet whole, with its [`Tso`], from a device with offloads).
+    fn read(&mut self, i: usize) -> io::Result<Option<(Vec<u8>, Option<Tso>)>> {
         if let Some((reader, pending)) = &mut self.offload {
             let (Some(q), Some(dev)) = (pending.get_mut(i), self.tun.get(i)) else {
                 return Ok(None);
@@ -218,14 +257,14 @@ impl TunInput {
             if let Some(p) = q.pop_front() {
                 return Ok(Some(p));
             }
-            reader.read(dev, |p| q.push_back(p.to_vec()))?;
+            reader.read_whole(dev, |p, tso| q.push_back((p.to_vec(), tso)))?;
             return Ok(q.pop_front());
         }
         let Some(mut dev) = self.devices.get(i) else {
             return Ok(None);
         };
         let n = dev.read(&mut self.buf)?;
-        Ok(Some(self.buf.get(..n).unwrap_or(&[]).to_vec()))
+        Ok(Some((self.buf.get(..n).unwrap_or(&[]).to_vec(), None)))
     }
 
     /// Whether device `i` has packets of an earlier read waiting.
@@ -279,6 +318,29 @@ impl Input for TunInput {
     }
 
     fn next(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>)> {
+        // Only for a caller that cannot take super-packets: cut them.
+        let (dir, p, tso) = self.next_gso(stats)?;
+        let Some(t) = tso else {
+            return Some((dir, p));
+        };
+        let mut cut = ka_codec::wire::Layout::parse(&p)
+            .ok()
+            .and_then(|l| Gso::new(&p, &l, t.size))
+            .map(|g| crate::gso::segments(&p, g).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter();
+        let first = cut.next();
+        if let Some((_, pending)) = &mut self.offload
+            && let Some(q) = pending.get_mut(dir.index())
+        {
+            for (k, seg) in cut.enumerate() {
+                q.insert(k, (seg, None));
+            }
+        }
+        first.map(|f| (dir, f))
+    }
+
+    fn next_gso(&mut self, stats: &SharedStats) -> Option<(Direction, Vec<u8>, Option<Tso>)> {
         let now = Instant::now();
         for k in 0..2 {
             let i = (self.turn + k) % 2;
@@ -293,12 +355,12 @@ impl Input for TunInput {
             let was_pending = self.has_pending(i);
             match self.read(i) {
                 Ok(None) => {}
-                Ok(Some(p)) => {
+                Ok(Some((p, tso))) => {
                     if !was_pending {
                         IoCounters::add(&stats.io(dir).reads, 1);
                     }
                     self.turn = (i + 1) % 2;
-                    return Some((dir, p));
+                    return Some((dir, p, tso));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

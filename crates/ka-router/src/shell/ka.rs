@@ -2,8 +2,9 @@
 
 use std::time::Instant;
 
-use super::forwarder::Forwarder;
+use super::forwarder::{Arrivals, Forwarder};
 use super::stats::{CoreStats, Direction};
+use crate::gso::Gso;
 use crate::router::{Router, Routes};
 use crate::rwm::{Rwm, RwmStats};
 use crate::{Mode, Port, PortConfig};
@@ -91,8 +92,26 @@ impl Forwarder for KaPorts {
         );
     }
 
+    /// [`Router::handle_batch_gso`]: a super-packet enters its port whole
+    /// (the port and the router decide whether it stays whole).
+    fn push_batch_gso(&mut self, batch: &mut Arrivals) {
+        self.router.handle_batch_gso(
+            batch
+                .drain(..)
+                .map(|(dir, packet, now, size)| (now, ingress(dir), packet, size)),
+        );
+    }
+
     fn poll_transmit(&mut self, dir: Direction, now: Instant) -> Option<Vec<u8>> {
         self.router.poll_transmit_on(egress(dir), now)
+    }
+
+    fn poll_transmit_gso(
+        &mut self,
+        dir: Direction,
+        now: Instant,
+    ) -> Option<(Vec<u8>, Option<Gso>)> {
+        self.router.poll_transmit_on_gso(egress(dir), now)
     }
 
     /// [`Router::poll_timeout`]: the next departure (or a lower bound of

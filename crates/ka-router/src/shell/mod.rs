@@ -36,6 +36,6 @@ pub mod testbed;
 mod writer;
 
 pub use engine::{Link, RunSummary, ShellConfig, ThreadInit, run};
-pub use forwarder::{Forwarder, PassThrough};
+pub use forwarder::{Arrivals, Forwarder, PassThrough};
 pub use ka::KaPorts;
 pub use stats::{CoreStats, Direction, DirectionSummary, IoStats, LatenessStats, SharedStats};

@@ -32,12 +32,15 @@ use tun_rs::SyncDevice;
 
 use super::input::Output;
 use super::stats::Direction;
+use crate::gso::Gso;
 
 /// Rounds a direction may have in flight before the forwarding thread
 /// waits for its writer.
 pub const QUEUE: usize = 8;
 
-type Batch = Vec<Vec<u8>>;
+/// A round's packets, each with the segment size it is to be cut at if it
+/// is a TCP super-packet (written whole, `CoalescingWriter::push_gso`).
+type Batch = Vec<(Vec<u8>, Option<u16>)>;
 
 /// An [`Output`] whose writes happen on one thread per direction.
 pub(crate) struct WriterThreads {
@@ -47,6 +50,9 @@ pub(crate) struct WriterThreads {
     /// Emptied batches coming back for reuse.
     recycled: Receiver<Batch>,
     threads: Vec<JoinHandle<()>>,
+    /// The devices were opened with offloads (super-packets are written
+    /// whole).
+    offload: bool,
 }
 
 impl WriterThreads {
@@ -83,7 +89,24 @@ impl WriterThreads {
             errors,
             recycled,
             threads,
+            offload,
         })
+    }
+
+    /// Adds a packet to direction `dir`'s round (handed over when full).
+    fn queue(&mut self, dir: Direction, packet: Vec<u8>, gso: Option<u16>) -> io::Result<()> {
+        let i = dir.index();
+        let full = match self.pending.get_mut(i) {
+            Some(p) => {
+                p.push((packet, gso));
+                p.len() >= BATCH
+            }
+            None => return Err(io::Error::other("no writer for this direction")),
+        };
+        if full {
+            self.hand_over(i)?;
+        }
+        Ok(())
     }
 
     /// Hands direction `i`'s pending packets to its writer (waits if it is
@@ -108,18 +131,21 @@ impl Output for WriterThreads {
     }
 
     fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
-        let i = dir.index();
         let len = packet.len();
-        let full = match self.pending.get_mut(i) {
-            Some(p) => {
-                p.push(packet);
-                p.len() >= BATCH
+        self.queue(dir, packet, None)?;
+        Ok(len)
+    }
+
+    fn write_gso(&mut self, dir: Direction, packet: Vec<u8>, gso: Gso) -> io::Result<usize> {
+        if !self.offload {
+            let mut n = 0;
+            for p in crate::gso::segments(&packet, gso) {
+                n += self.write_owned(dir, p)?;
             }
-            None => return Err(io::Error::other("no writer for this direction")),
-        };
-        if full {
-            self.hand_over(i)?;
+            return Ok(n);
         }
+        let len = gso.wire_len(packet.len());
+        self.queue(dir, packet, Some(gso.size()))?;
         Ok(len)
     }
 
@@ -158,11 +184,11 @@ fn writer(
 ) {
     let mut coalescing = CoalescingWriter::new();
     while let Ok(mut batch) = rx.recv() {
-        for p in &batch {
-            let r = if offload {
-                coalescing.push(dev, p).map(|_| ())
-            } else {
-                dev.send(p).map(|_| ())
+        for (p, gso) in &mut batch {
+            let r = match (offload, *gso) {
+                (true, Some(size)) => coalescing.push_gso(dev, p, size).map(|_| ()),
+                (true, None) => coalescing.push(dev, p).map(|_| ()),
+                (false, _) => dev.send(p).map(|_| ()),
             };
             if let Err(e) = r {
                 let _ = errors.send((dir, e));

@@ -44,6 +44,7 @@ use ka_codec::Code;
 use ka_codec::wire::{Layout, Segment, SegmentMut};
 
 use crate::classify::PacketKind;
+use crate::gso::Gso;
 use crate::mode::Mode;
 use crate::qdisc::Nanos;
 use crate::stats::Counters;
@@ -102,6 +103,55 @@ pub trait Signaller: Send {
         q: QueueState,
         counters: &mut Counters,
     ) -> Pieces;
+
+    /// Whether a TCP super-packet like `seg` may travel the port whole
+    /// ([`Port::push_gso`](crate::Port::push_gso)): the stage then sees it
+    /// through [`Signaller::on_arrival_gso`] and
+    /// [`Signaller::on_dequeue_gso`] and must account it as its segments.
+    /// Default false: the port gives the stage the segments one by one.
+    fn takes_gso(&self, seg: &Segment<'_>) -> bool {
+        let _ = seg;
+        false
+    }
+
+    /// A super-packet passed ingress at `t` (only if
+    /// [`Signaller::takes_gso`]): `arrivals` holds each segment's IP length
+    /// and kind, in order, as [`Signaller::on_arrival`] would see them;
+    /// `seg` is the super-packet's parse (the segments' headers but for
+    /// lengths, sequence numbers and identification). The default hands
+    /// each to `on_arrival` with the super-packet's bytes.
+    fn on_arrival_gso(
+        &mut self,
+        t: Nanos,
+        seg: &Segment<'_>,
+        arrivals: &[(usize, PacketKind)],
+        counters: &mut Counters,
+    ) {
+        for &(_, kind) in arrivals {
+            self.on_arrival(t, seg.bytes(), Some(seg), kind, counters);
+        }
+    }
+
+    /// A super-packet (`gso` its view) left the queue discipline at `t`,
+    /// leaving `q` behind (only if [`Signaller::takes_gso`]): pushes onto
+    /// `out`, in order, what goes on the wire — the super-packet whole, or
+    /// the segments the stage signals (cut off with
+    /// [`crate::gso::piece`], as [`Signaller::on_dequeue`] makes them) and
+    /// the rest, whole or not. The default sends it whole.
+    #[allow(clippy::too_many_arguments)]
+    fn on_dequeue_gso(
+        &mut self,
+        t: Nanos,
+        packet: Vec<u8>,
+        layout: Option<Layout>,
+        gso: Gso,
+        q: QueueState,
+        counters: &mut Counters,
+        out: &mut Vec<(Vec<u8>, Option<Gso>)>,
+    ) {
+        let _ = (t, layout, q, counters);
+        out.push((packet, Some(gso)));
+    }
 
     /// The port's capacity C changed to `capacity` B/ms at `t`
     /// ([`Port::set_capacity`](crate::Port::set_capacity)). The default

@@ -17,6 +17,7 @@ use crate::classify::PacketKind;
 use crate::config::{Carrier, PortConfig, QueueMeasure};
 use crate::controller::packet::inspect_segment;
 use crate::controller::{Measurement, PacketInfo, RateController};
+use crate::gso::Gso;
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
 use crate::persist::{self, PersistentQueue};
@@ -24,6 +25,8 @@ use crate::qdisc::Nanos;
 use crate::stamp::{self, Skip, StampConfig, Stamped};
 use crate::stats::Counters;
 use crate::time::duration_ns;
+
+mod gso;
 
 /// The first identification a port puts into the IPv6 Fragment headers it
 /// inserts ("KA" in the top half); later ones count up from there
@@ -513,10 +516,14 @@ impl RateSignal {
     }
 }
 
-impl Signaller for RateSignal {
-    fn on_arrival(
+impl RateSignal {
+    /// [`Signaller::on_arrival`] of a packet of `len` bytes (`packet`: its
+    /// bytes, read only by a controller that wants packets).
+    #[inline]
+    fn arrive(
         &mut self,
         t: Nanos,
+        len: usize,
         packet: &[u8],
         seg: Option<&Segment<'_>>,
         kind: PacketKind,
@@ -536,7 +543,7 @@ impl Signaller for RateSignal {
                 PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
                 PacketKind::NonIp => true,
             };
-            self.mode.on_arrival(packet.len(), foreign);
+            self.mode.on_arrival(len, foreign);
         }
         if let Some(k) = indicator {
             counters.indicators_seen += 1;
@@ -564,7 +571,49 @@ impl Signaller for RateSignal {
             self.controller.on_packet(Duration::from_nanos(t), &info);
         }
         // y counts every packet offered to the queue, drops included.
-        self.arrived += packet.len() as u64;
+        self.arrived += len as u64;
+    }
+}
+
+impl Signaller for RateSignal {
+    fn on_arrival(
+        &mut self,
+        t: Nanos,
+        packet: &[u8],
+        seg: Option<&Segment<'_>>,
+        kind: PacketKind,
+        counters: &mut Counters,
+    ) {
+        self.arrive(t, packet.len(), packet, seg, kind, counters);
+    }
+
+    fn takes_gso(&self, seg: &Segment<'_>) -> bool {
+        self.gso_whole(seg)
+    }
+
+    fn on_arrival_gso(
+        &mut self,
+        t: Nanos,
+        seg: &Segment<'_>,
+        arrivals: &[(usize, PacketKind)],
+        counters: &mut Counters,
+    ) {
+        for &(len, kind) in arrivals {
+            self.arrive(t, len, seg.bytes(), Some(seg), kind, counters);
+        }
+    }
+
+    fn on_dequeue_gso(
+        &mut self,
+        t: Nanos,
+        packet: Vec<u8>,
+        layout: Option<Layout>,
+        gso: Gso,
+        q: QueueState,
+        counters: &mut Counters,
+        out: &mut Vec<(Vec<u8>, Option<Gso>)>,
+    ) {
+        self.dequeue_gso(t, (packet, layout, gso), q, counters, out);
     }
 
     fn on_queue(&mut self, t: Nanos, q: QueueState) {

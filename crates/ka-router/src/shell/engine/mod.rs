@@ -49,13 +49,14 @@ use ka_io::pacing::{Pacer, STALL, stall_stamp};
 use ka_io::tun::{KernelDrops, TunOptions, open_tun};
 use tokio::net::TcpListener;
 
-use super::forwarder::Forwarder;
+use super::forwarder::{Arrivals, Forwarder};
 use super::input::{Input, Output, Pair, TunInput, TunOutput};
 use super::metrics::serve_metrics;
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink, wall_clock};
 use super::stamplog::{DEFAULT_STAMP_LOG_CAPACITY, StampLog, StampLogHandle, leading_fragment};
 use super::stats::{Direction, DirectionSummary, IoCounters, LatenessStats, SharedStats};
 use super::writer::WriterThreads;
+use crate::gso::Gso;
 
 /// How often the forwarding thread refreshes the published core state (and
 /// the longest it waits before noticing a shutdown).
@@ -402,6 +403,31 @@ struct Recorders {
     stamp_log: Option<StampLogHandle>,
 }
 
+/// Writes one TCP super-packet whole ([`Output::write_gso`]) and records
+/// it (counted as its segments; captured as the one packet it is); a
+/// failure is counted once per segment.
+fn emit_gso<O: Output>(
+    output: &mut O,
+    stats: &SharedStats,
+    rec: &Recorders,
+    dir: Direction,
+    packet: Vec<u8>,
+    gso: Gso,
+) {
+    let io = stats.io(dir);
+    let captured = rec.pcap.as_ref().map(|_| packet.clone());
+    match output.write_gso(dir, packet, gso) {
+        Ok(n) => {
+            IoCounters::add(&io.packets_out, u64::from(gso.segments()));
+            IoCounters::add(&io.bytes_out, n as u64);
+            if let (Some(p), Some(copy)) = (&rec.pcap, captured) {
+                p.record_at(wall_clock(), copy);
+            }
+        }
+        Err(e) => write_failed(stats, dir, &e),
+    }
+}
+
 /// Writes one packet and records it; failures are counted, never fatal.
 fn emit<O: Output>(
     output: &mut O,
@@ -465,34 +491,44 @@ fn forwarding_loop<F: Forwarder, IO: Input + Output>(
 ) -> F {
     let mut clock = Instant::now();
     let mut next_publish = clock + PUBLISH_EVERY;
-    let mut batch: Vec<(Direction, Vec<u8>, Instant)> = Vec::with_capacity(INPUT_BATCH);
+    let mut batch: Arrivals = Vec::with_capacity(INPUT_BATCH);
     // The deadline the last wait overran by more than `STALL`, if it did.
     let mut stalled_since: Option<Instant> = None;
     loop {
         // Input first: every packet that is ready, each stamped when read —
         // or, after a stall, spread over the stall (`stall_stamp`).
         while batch.len() < INPUT_BATCH {
-            let Some((dir, p)) = io.next(stats) else {
+            let Some((dir, p, tso)) = io.next_gso(stats) else {
                 break;
             };
-            batch.push((dir, p, Instant::now()));
+            let now = Instant::now();
+            let io = stats.io(dir);
+            match tso {
+                Some(t) => {
+                    IoCounters::add(&io.packets_in, u64::from(t.segments));
+                    IoCounters::add(&io.bytes_in, t.wire_len(p.len()) as u64);
+                }
+                None => {
+                    IoCounters::add(&io.packets_in, 1);
+                    IoCounters::add(&io.bytes_in, p.len() as u64);
+                }
+            }
+            batch.push((dir, p, now, tso.map(|t| t.size)));
         }
         let stall = stalled_since
             .take()
             .zip(batch.last().map(|b| b.2))
             .map(|(since, end)| (since.max(clock), end));
         let n = batch.len();
-        for (k, (dir, p, read_at)) in batch.iter_mut().enumerate() {
+        for (k, (_, _, read_at, _)) in batch.iter_mut().enumerate() {
             let stamp = stall.map_or(*read_at, |(start, end)| stall_stamp(start, end, k, n));
             clock = clock.max(stamp);
             *read_at = clock;
-            let io = stats.io(*dir);
-            IoCounters::add(&io.packets_in, 1);
-            IoCounters::add(&io.bytes_in, p.len() as u64);
         }
         // All of them at once (the core may overlap their work: RWM's
-        // lookups, `Rwm::process_batch`), each at its stamp.
-        fwd.push_batch(&mut batch);
+        // lookups, `Rwm::process_batch`), each at its stamp; a TCP
+        // super-packet whole (the core decides whether it stays whole).
+        fwd.push_batch_gso(&mut batch);
         // Then everything due, recording how late each release is.
         loop {
             clock = clock.max(Instant::now());
@@ -502,10 +538,13 @@ fn forwarding_loop<F: Forwarder, IO: Input + Output>(
             let mut sent = false;
             // One piece per direction per round, so `due` stays exact.
             for dir in Direction::ALL {
-                if let Some(p) = fwd.poll_transmit(dir, clock) {
+                if let Some((p, gso)) = fwd.poll_transmit_gso(dir, clock) {
                     let now = Instant::now();
                     stats.lateness.record(now.saturating_duration_since(due));
-                    emit(io, stats, &rec, dir, p);
+                    match gso {
+                        Some(g) => emit_gso(io, stats, &rec, dir, p, g),
+                        None => emit(io, stats, &rec, dir, p),
+                    }
                     sent = true;
                 }
             }
