@@ -110,6 +110,7 @@ pub mod config;
 pub mod controller;
 mod error;
 pub mod impair;
+mod judge;
 pub mod mode;
 mod native;
 pub mod persist;

@@ -17,6 +17,7 @@ use crate::classify::PacketKind;
 use crate::config::{Carrier, PortConfig, QueueMeasure};
 use crate::controller::packet::inspect_segment;
 use crate::controller::{Measurement, PacketInfo, RateController};
+use crate::judge::{Arrival, FlowJudge};
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
 use crate::persist::{self, PersistentQueue};
@@ -54,6 +55,8 @@ pub struct RateSignal {
     /// configured initial d instead of moving it by the EWMA gain).
     rtt_sampled: bool,
     mode: ModeDetector,
+    /// Behaviour and byte-weighted RTT of the flows (KA carrier only).
+    judge: Option<FlowJudge>,
     last_tick: u64,
     next_tick: u64,
     /// Bytes that arrived since `last_tick`.
@@ -120,6 +123,13 @@ impl RateSignal {
             rtt_ms,
             rtt_sampled: false,
             mode: ModeDetector::new(&config.mode, config.queue_limit),
+            judge: (carrier == Carrier::Ka).then(|| {
+                FlowJudge::new(
+                    config.seed,
+                    config.mode.behaviour,
+                    duration_ns(config.initial_rtt),
+                )
+            }),
             last_tick: 0,
             next_tick: 0,
             arrived: 0,
@@ -193,6 +203,7 @@ impl RateSignal {
         };
         if !frozen {
             self.controller.on_interval(&m);
+            self.fair_share_floor();
             if q.packets <= self.calm_queue() {
                 self.calm_rate = self.controller.rate();
             }
@@ -234,7 +245,34 @@ impl RateSignal {
             self.mode
                 .on_interval(interval, n.saturating_mul(step), self.rtt_ns());
         }
+        let mut step = step;
+        let rtt_ns = self.rtt_ns();
+        let rate = self.controller.rate();
+        if let Some(judge) = self.judge.as_mut() {
+            let span = interval.saturating_add(n.saturating_mul(step));
+            let d = judge.on_interval(t, span, rtt_ns, rate);
+            if let Some(ms) = d.filter(|_| self.rtt_sampled) {
+                self.rtt_ms = ms;
+                step = self.control_interval_ns();
+            }
+        }
         self.next_tick = self.last_tick.saturating_add(step);
+    }
+
+    /// While foreign traffic takes a share of the arrivals (the mode
+    /// detector's floor), R is kept at least at the TCP-fair share `C / n`
+    /// of the `n` flows the judge saw in the last window (DESIGN §3.6.1).
+    fn fair_share_floor(&mut self) {
+        let Some(judge) = self.judge.as_ref() else {
+            return;
+        };
+        if !self.mode.floor() || !judge.any_ka() {
+            return;
+        }
+        let floor = (self.capacity / f64::from(judge.active_flows())).min(self.max_rate);
+        if self.controller.rate() < floor {
+            self.controller.restore(floor);
+        }
     }
 
     /// An RTT sample of `ms` milliseconds arrived at `t` (an indicator, or
@@ -528,20 +566,40 @@ impl Signaller for RateSignal {
         };
         if self.is_ka() {
             // Foreign traffic (not from a KA endpoint) decides TCP mode (see
-            // the `mode` module docs).
-            let foreign = match kind {
+            // the `mode` and `judge` module docs).
+            let hinted = match kind {
                 PacketKind::Ipv4 { indicator } => {
-                    indicator.is_none() && seg.is_some_and(|s| s.dont_frag())
+                    self.config.mode.df_hint
+                        && indicator.is_none()
+                        && seg.is_some_and(|s| s.dont_frag())
                 }
                 PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
                 PacketKind::NonIp => true,
+            };
+            let foreign = match self.judge.as_mut() {
+                Some(judge) => judge.on_arrival(
+                    t,
+                    &Arrival {
+                        key: seg.and_then(|s| s.flow_key()),
+                        bytes: packet.len(),
+                        indicator,
+                        hinted,
+                        signalling: self.mode.mode() == Mode::Ka,
+                        rate: self.controller.rate(),
+                    },
+                ),
+                None => hinted,
             };
             self.mode.on_arrival(packet.len(), foreign);
         }
         if let Some(k) = indicator {
             counters.indicators_seen += 1;
             let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
-            self.rtt_sample(t, sample);
+            // With the judge, d is the byte-weighted RTT it computes every
+            // interval; an indicator only sets the first d.
+            if self.judge.is_none() || !self.rtt_sampled {
+                self.rtt_sample(t, sample);
+            }
             if let (Some(table), Some(key)) = (self.every.as_mut(), seg.and_then(|s| s.flow_key()))
             {
                 // The flow's own RTT for its stamping interval: the
