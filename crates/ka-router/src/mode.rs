@@ -72,14 +72,15 @@
 //!   R_min. With the floor the KA flow paces at C/2; BBR's delivery rate
 //!   is then C/2, its estimate settles there, and its 1.25 probes only
 //!   make a queue that drains. Simulated (ka-sim, 20 Mbit/s, 20 ms,
-//!   1000-packet queue): KA 9.4, BBR 9.7 Mbit/s (before: 0.17 and 18.4).
+//!   1000-packet queue): KA 9.3, BBR 9.7 Mbit/s (before: 0.17 and 18.4).
 //! * **CUBIC / Reno** fill the queue: the floor holds the KA flow at C/2
 //!   until the queue reaches the threshold, then TCP mode freezes R at its
 //!   calm value and the KA flow competes as NewReno from the window it had
 //!   at C/2, not from the R_min RCP would have left it (before: KA 0.26
 //!   against CUBIC's 19.0 with a 1000-packet queue; now 4.5 against 14.7,
 //!   what a second CUBIC flow gets against a first one, 5.0 against 14.4;
-//!   with a 100-packet queue 10.1 against 9.2).
+//!   with a 100-packet queue 11.7 against 7.6). The table in DESIGN
+//!   §3.6.1 has the other cases.
 //! * **The legacy flow** never gets less than its TCP-fair share from the
 //!   floor: KA flows are held at `C / n` each, no more, so the legacy
 //!   flows keep `n_legacy · C / n`; RCP may raise R above the floor only
