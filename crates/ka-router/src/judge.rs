@@ -22,8 +22,10 @@
 //!   before, kept as a hint and folded into the flow's verdict);
 //! * **rate** (KA mode only): its bytes in the current window exceed
 //!   `1.5 · R_ref · W` plus 4 full packets, where `R_ref` is the largest R
-//!   of the last three windows (a KA flow learns R one RTT late, so a
-//!   falling R must not make it foreign). A paced KA flow sends at most
+//!   over the longest RTT among the flows plus d (at least three windows,
+//!   at most 32): a KA flow learns R one of its RTTs late, so a falling R
+//!   must not make it foreign. The longest RTT is the highest indicator
+//!   code carrying at least 1 % of the bytes (the top of its range). A paced KA flow sends at most
 //!   `R_ref · W` plus its 3 ms of pacing credit per window; a flow at 2 R
 //!   crosses the bound within `W · 1.5/2 + slack/(2R)`, i.e. within one d
 //!   of sending at that rate. In TCP mode no rate is signalled, so no rate
@@ -78,6 +80,10 @@ pub const JUDGE_SLOTS: usize = 1024;
 /// A code that no indicator carries: the slot's flow has not announced
 /// its RTT.
 const NO_K: u8 = u8::MAX;
+
+/// Windows of R history: how far back (in W = d/2) a flow may still be
+/// following an old R, at most (16 d).
+const R_RING: usize = 32;
 
 /// Number of indicator codes (k = 0..=11, DESIGN §2.2).
 const CODES: usize = 12;
@@ -164,9 +170,14 @@ pub(crate) struct FlowJudge {
     epoch: u32,
     epoch_end: u64,
     window_ns: u64,
-    /// The largest R of the current window and the two before it
-    /// (`r_max[epoch % 3]`).
-    r_max: [f64; 3],
+    /// The largest R of each of the last [`R_RING`] windows
+    /// (`r_max[epoch % R_RING]`).
+    r_max: [f64; R_RING],
+    /// How many windows back the flows may still follow an old R (at least
+    /// 3, see [`FlowJudge::on_interval`]).
+    lag_windows: usize,
+    /// The largest R of the last `lag_windows` windows.
+    r_ref: f64,
     /// Slots that saw bytes in the current and in the previous window.
     active: u32,
     active_prev: u32,
@@ -227,7 +238,9 @@ impl FlowJudge {
             epoch: 1,
             epoch_end: window_ns,
             window_ns,
-            r_max: [0.0; 3],
+            r_max: [0.0; R_RING],
+            lag_windows: 3,
+            r_ref: 0.0,
             active: 0,
             active_prev: 0,
             ka_active: 0,
@@ -264,9 +277,9 @@ impl FlowJudge {
         }
         let n = (t - self.epoch_end) / self.window_ns + 1;
         let n32 = u32::try_from(n).unwrap_or(u32::MAX);
-        for i in 0..n32.min(3) {
-            let e = self.epoch.wrapping_add(i + 1);
-            if let Some(r) = self.r_max.get_mut((e % 3) as usize) {
+        for i in 0..n.min(R_RING as u64) {
+            let e = u64::from(self.epoch).wrapping_add(i + 1);
+            if let Some(r) = self.r_max.get_mut((e % R_RING as u64) as usize) {
                 *r = rate;
             }
         }
@@ -281,12 +294,16 @@ impl FlowJudge {
         self.epoch_end = self
             .epoch_end
             .saturating_add(n.saturating_mul(self.window_ns));
+        self.r_ref = self.ring_max();
     }
 
-    /// The R the flows may be following: the largest of the last three
-    /// windows.
-    fn r_ref(&self) -> f64 {
-        self.r_max.iter().fold(0.0, |a, &b| a.max(b))
+    /// The largest R of the last `lag_windows` windows (the current one
+    /// included).
+    fn ring_max(&self) -> f64 {
+        let e = self.epoch as usize;
+        (0..self.lag_windows.min(R_RING))
+            .filter_map(|i| self.r_max.get(e.wrapping_sub(i) % R_RING))
+            .fold(0.0, |a, &b| a.max(b))
     }
 
     /// A packet arrives at `t`: updates its flow's slot and the RTT
@@ -294,17 +311,18 @@ impl FlowJudge {
     #[inline]
     pub(crate) fn on_arrival(&mut self, t: u64, a: &Arrival) -> bool {
         self.advance(t, a.rate);
-        let e = (self.epoch % 3) as usize;
+        let e = self.epoch as usize % R_RING;
         if let Some(r) = self.r_max.get_mut(e)
             && a.rate > *r
         {
             *r = a.rate;
         }
+        self.r_ref = self.r_ref.max(a.rate);
         let Some(key) = a.key.as_ref() else {
             return a.hinted;
         };
         let epoch = self.epoch;
-        let r_ref = self.r_ref();
+        let r_ref = self.r_ref;
         let window_ms = self.window_ns as f64 / 1e6;
         let i = self.index(key);
         let Some(s) = self.slots.get_mut(i) else {
@@ -381,6 +399,22 @@ impl FlowJudge {
         for w in &mut self.rtt_hist {
             *w *= decay;
         }
+        // A flow follows R one of its own RTTs late, and flows' RTTs may
+        // be far above d: look back over the longest RTT that carries at
+        // least 1 % of the bytes (the top of its code's range) plus d, in
+        // windows, at least 3 and at most `R_RING`.
+        let total: f64 = self.rtt_hist.iter().sum();
+        let longest = self
+            .rtt_hist
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|&(_, &w)| w > 0.01 * total)
+            .map_or(0.0, |(k, _)| code_ms(k) * 4.0 / 3.0);
+        let span_ns = longest * 1e6 + rtt_ns as f64;
+        let windows = (span_ns / self.window_ns as f64).ceil() as usize + 1;
+        self.lag_windows = windows.clamp(3, R_RING);
+        self.r_ref = self.ring_max();
         interquartile_mean(&self.rtt_hist)
     }
 }
