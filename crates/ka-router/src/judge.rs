@@ -25,8 +25,9 @@
 //!   over the longest RTT among the flows plus d (at least three windows,
 //!   at most 32): a KA flow learns R one of its RTTs late, so a falling R
 //!   must not make it foreign. The longest RTT is the highest indicator
-//!   code carrying at least 1 % of the bytes (the top of its range). A paced KA flow sends at most
-//!   `R_ref · W` plus its 3 ms of pacing credit per window; a flow at 2 R
+//!   code carrying at least 1 % of the bytes (the top of its range). A
+//!   paced KA flow sends at most `R_ref · W` plus its 3 ms of pacing
+//!   credit per window; a flow at 2 R
 //!   crosses the bound within `W · 1.5/2 + slack/(2R)`, i.e. within one d
 //!   of sending at that rate. In TCP mode no rate is signalled, so no rate
 //!   is judged there;
@@ -70,7 +71,8 @@
 //! # Memory
 //!
 //! `JUDGE_SLOTS · size_of::<Slot>()` = 1024 · 24 bytes = 24 KiB per KA port
-//! plus a few words, fixed at construction (a test pins it).
+//! (a test pins it), plus 32 R values and 12 histogram bins (352 bytes),
+//! fixed at construction, whatever the traffic.
 
 use ka_codec::wire::FlowKey;
 
