@@ -31,11 +31,13 @@
 //!   crosses the bound within `W · 1.5/2 + slack/(2R)`, i.e. within one d
 //!   of sending at that rate. In TCP mode no rate is signalled, so no rate
 //!   is judged there;
-//! * **silence**: more than `R_ref · 250 ms` plus 16 full packets since its
-//!   last RTT indicator. KA endpoints send one every 100 ms while they have
-//!   data (in their TCP mode too; DESIGN §2.2, §6.3), so this lets 2.5
-//!   indicator intervals pass at the rate the port told. A legacy flow
-//!   never sends one.
+//! * **silence** (TCP only): more than `R_ref · 250 ms` plus 16 full
+//!   packets since its last RTT indicator. KA endpoints send one every
+//!   100 ms while they have data (in their TCP mode too; DESIGN §2.2,
+//!   §6.3), so this lets 2.5 indicator intervals pass at the rate the port
+//!   told. A legacy TCP flow never sends one. UDP sources under LCCP
+//!   (DESIGN §6.6) follow R without indicators, so UDP is judged by its
+//!   rate alone.
 //!
 //! Verdicts only count while some active flow has sent an RTT indicator:
 //! they exist to protect KA flows, and without any the port behaves as it
@@ -75,6 +77,9 @@
 //! fixed at construction, whatever the traffic.
 
 use ka_codec::wire::FlowKey;
+
+/// IP protocol number of TCP.
+const PROTO_TCP: u8 = 6;
 
 /// Slots of a [`FlowJudge`] (a power of two).
 pub const JUDGE_SLOTS: usize = 1024;
@@ -363,7 +368,9 @@ impl FlowJudge {
             let rate_bound = RATE_FACTOR * r_ref * window_ms + RATE_SLACK;
             let silence_bound = r_ref * SILENCE_MS + SILENCE_SLACK;
             guilty |= a.signalling && f64::from(s.cur) > rate_bound;
-            guilty |= f64::from(s.quiet) > silence_bound;
+            // Only TCP sends indicators (UDP sources under LCCP follow R
+            // without them, DESIGN §6.6); UDP is judged by its rate.
+            guilty |= key.proto == PROTO_TCP && f64::from(s.quiet) > silence_bound;
         }
         if guilty {
             s.foreign_until = epoch.saturating_add(HOLD_WINDOWS);
