@@ -91,8 +91,10 @@
 //! impairments: twice the pieces serialised in delay + jitter, [`impair`])
 //! plus what the caller leaves uncollected; FQ-CoDel's flow table is allocated
 //! once ([`qdisc::FqCodel`]); the controllers' and RWM's flow tables are
-//! bounded by their configs; a middlebox's pending segment reports are
-//! capped at [`aggregate::MAX_PENDING_FEEDBACK`].
+//! bounded by their configs; a KA port's flow judge (DESIGN §3.6.1) is a
+//! fixed table of 1024 slots of 24 bytes (24 KiB), allocated once; a
+//! middlebox's pending segment reports are capped at
+//! [`aggregate::MAX_PENDING_FEEDBACK`].
 #![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -111,6 +113,7 @@ pub mod controller;
 mod error;
 pub mod gso;
 pub mod impair;
+mod judge;
 pub mod mode;
 mod native;
 pub mod persist;

@@ -219,7 +219,7 @@ proptest! {
         cfg.qdisc = qdisc;
         cfg.seed = seed;
         cfg.delay = Duration::from_micros(delay_us);
-        cfg.mode = ModeConfig { threshold_frac: 0.5, hold: None, foreign_frac: 0.0 };
+        cfg.mode = ModeConfig { threshold_frac: 0.5, hold: None, foreign_frac: 0.0, ..ModeConfig::default() };
         let mut port = Port::new(cfg, t0);
         let mut t = t0;
         let (mut queued, mut dropped, mut out) = (0u64, 0u64, 0u64);

@@ -144,7 +144,7 @@ fn non_ip_and_malformed_dropped_on_arrival() {
 }
 
 #[test]
-fn indicators_set_then_move_d_by_ewma_and_are_not_stamped() {
+fn indicators_set_then_move_d_by_bytes_and_are_not_stamped() {
     let t0 = Instant::now();
     let mut port = Port::with_controller(PortConfig::new(100_000_000), fixed(100.0), t0);
     assert_eq!(port.rtt(), Duration::from_millis(100));
@@ -152,12 +152,15 @@ fn indicators_set_then_move_d_by_ewma_and_are_not_stamped() {
     let mut t = t0 + Duration::from_millis(1);
     port.push(t, common::indicator_v4(4));
     assert_eq!(port.rtt(), Duration::from_millis(24));
-    // Later ones move it by the EWMA: 64–128 ms → 96 ms.
+    // Later ones set the flow's code: from the next control interval
+    // (T = 10 ms) on, d is the byte-weighted RTT (DESIGN §3.6.2), here
+    // 64–128 ms → 96 ms (the 24 ms code carries 1/50 of the bytes, outside
+    // the middle half).
     for n in 1..=49 {
         t += Duration::from_millis(1);
         port.push(t, common::indicator_v4(6));
-        let want = 96.0 - 72.0 * 0.98f64.powi(n);
         let got = port.rtt().as_secs_f64() * 1e3;
+        let want = if n < 9 { 24.0 } else { 96.0 };
         assert!((got - want).abs() < 1e-6, "after {n}: {got} vs {want}");
     }
     let out = drain(&mut port);

@@ -33,6 +33,7 @@ fn run(rate: f64) -> (Vec<(Duration, usize)>, Port) {
         threshold_frac: 10.0,
         hold: None,
         foreign_frac: 0.0,
+        ..ModeConfig::default()
     };
     let mut port = Port::with_controller(cfg, Box::new(Fixed(rate)), t0);
     for i in 0..2000 {

@@ -68,6 +68,7 @@ impl Sim {
             threshold_frac: 10.0,
             hold: None,
             foreign_frac: 0.0,
+            ..ModeConfig::default()
         };
         let port = Port::new(cfg, t0);
         let r0 = port.snapshot().rate_bytes_per_ms;

@@ -93,7 +93,9 @@ pub struct RcpConfig {
     /// Default 10 ms.
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_units::duration"))]
     pub max_interval: Duration,
-    /// EWMA gain for the RTT estimate d from RTT indicators. Default 0.02.
+    /// EWMA gain for the RTT estimate d from RTT samples. Default 0.02.
+    /// A KA port's d is the byte-weighted RTT of DESIGN §3.6.2 instead;
+    /// the gain applies to the other carriers (native RCP's options).
     pub rtt_gain: f64,
     /// Which queue length the update uses. Default [`QueueMeasure::Now`]
     /// (DESIGN §3.5).

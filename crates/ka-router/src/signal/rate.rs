@@ -18,6 +18,7 @@ use crate::config::{Carrier, PortConfig, QueueMeasure};
 use crate::controller::packet::inspect_segment;
 use crate::controller::{Measurement, PacketInfo, RateController};
 use crate::gso::Gso;
+use crate::judge::FlowJudge;
 use crate::mode::{Mode, ModeDetector};
 use crate::native;
 use crate::persist::{self, PersistentQueue};
@@ -26,6 +27,7 @@ use crate::stamp::{self, Skip, StampConfig, Stamped};
 use crate::stats::Counters;
 use crate::time::duration_ns;
 
+mod arrive;
 mod gso;
 
 /// The first identification a port puts into the IPv6 Fragment headers it
@@ -57,6 +59,8 @@ pub struct RateSignal {
     /// configured initial d instead of moving it by the EWMA gain).
     rtt_sampled: bool,
     mode: ModeDetector,
+    /// Behaviour and byte-weighted RTT of the flows (KA carrier only).
+    judge: Option<FlowJudge>,
     last_tick: u64,
     next_tick: u64,
     /// Bytes that arrived since `last_tick`.
@@ -123,6 +127,13 @@ impl RateSignal {
             rtt_ms,
             rtt_sampled: false,
             mode: ModeDetector::new(&config.mode, config.queue_limit),
+            judge: (carrier == Carrier::Ka).then(|| {
+                FlowJudge::new(
+                    config.seed,
+                    config.mode.behaviour,
+                    duration_ns(config.initial_rtt),
+                )
+            }),
             last_tick: 0,
             next_tick: 0,
             arrived: 0,
@@ -196,6 +207,7 @@ impl RateSignal {
         };
         if !frozen {
             self.controller.on_interval(&m);
+            self.fair_share_floor();
             if q.packets <= self.calm_queue() {
                 self.calm_rate = self.controller.rate();
             }
@@ -237,7 +249,34 @@ impl RateSignal {
             self.mode
                 .on_interval(interval, n.saturating_mul(step), self.rtt_ns());
         }
+        let mut step = step;
+        let rtt_ns = self.rtt_ns();
+        let rate = self.controller.rate();
+        if let Some(judge) = self.judge.as_mut() {
+            let span = interval.saturating_add(n.saturating_mul(step));
+            let d = judge.on_interval(t, span, rtt_ns, rate);
+            if let Some(ms) = d.filter(|_| self.rtt_sampled) {
+                self.rtt_ms = ms;
+                step = self.control_interval_ns();
+            }
+        }
         self.next_tick = self.last_tick.saturating_add(step);
+    }
+
+    /// While foreign traffic takes a share of the arrivals (the mode
+    /// detector's floor), R is kept at least at the TCP-fair share `C / n`
+    /// of the `n` flows the judge saw in the last window (DESIGN §3.6.1).
+    fn fair_share_floor(&mut self) {
+        let Some(judge) = self.judge.as_ref() else {
+            return;
+        };
+        if !self.mode.floor() || !judge.any_ka() {
+            return;
+        }
+        let floor = (self.capacity / f64::from(judge.active_flows())).min(self.max_rate);
+        if self.controller.rate() < floor {
+            self.controller.restore(floor);
+        }
     }
 
     /// An RTT sample of `ms` milliseconds arrived at `t` (an indicator, or
@@ -513,65 +552,6 @@ impl RateSignal {
                 stamped.into_pieces()
             }
         }
-    }
-}
-
-impl RateSignal {
-    /// [`Signaller::on_arrival`] of a packet of `len` bytes (`packet`: its
-    /// bytes, read only by a controller that wants packets).
-    #[inline]
-    fn arrive(
-        &mut self,
-        t: Nanos,
-        len: usize,
-        packet: &[u8],
-        seg: Option<&Segment<'_>>,
-        kind: PacketKind,
-        counters: &mut Counters,
-    ) {
-        let indicator = match kind {
-            PacketKind::Ipv4 { indicator } | PacketKind::Ipv6 { indicator } => indicator,
-            PacketKind::NonIp => None,
-        };
-        if self.is_ka() {
-            // Foreign traffic (not from a KA endpoint) decides TCP mode (see
-            // the `mode` module docs).
-            let foreign = match kind {
-                PacketKind::Ipv4 { indicator } => {
-                    indicator.is_none() && seg.is_some_and(|s| s.dont_frag())
-                }
-                PacketKind::Ipv6 { indicator } => indicator.is_none() && !self.config.ipv6_signal,
-                PacketKind::NonIp => true,
-            };
-            self.mode.on_arrival(len, foreign);
-        }
-        if let Some(k) = indicator {
-            counters.indicators_seen += 1;
-            let sample = ka_codec::rtt::rtt_for_k(k).as_secs_f64() * 1e3;
-            self.rtt_sample(t, sample);
-            if let (Some(table), Some(key)) = (self.every.as_mut(), seg.and_then(|s| s.flow_key()))
-            {
-                // The flow's own RTT for its stamping interval: the
-                // bottom of the indicator's range, so the interval never
-                // exceeds the sender's srtt as it announced it (DESIGN §3.9).
-                table.note_rtt(&key, indicator_floor_ns(k));
-            }
-        } else if self.carrier == Carrier::NativeRcp
-            && let Some(ms) = seg.and_then(native::rcp_rtt_ms_of)
-        {
-            // Native RCP carries the sender's RTT in every packet's option.
-            self.rtt_sample(t, f64::from(ms));
-            if let (Some(table), Some(key)) = (self.every.as_mut(), seg.and_then(|s| s.flow_key()))
-            {
-                table.note_rtt(&key, u64::from(ms) * 1_000_000);
-            }
-        }
-        if self.controller.wants_packets() {
-            let info = packet_info(packet, seg);
-            self.controller.on_packet(Duration::from_nanos(t), &info);
-        }
-        // y counts every packet offered to the queue, drops included.
-        self.arrived += len as u64;
     }
 }
 
