@@ -70,16 +70,16 @@ fn goodputs(first: &str, competitor: &str, queue: usize, df_hint: bool) -> (f64,
     (g("flow:0"), g("flow:1"))
 }
 
-/// Against BBR and NewReno with a 3-BDP buffer the KA flow gets at least
-/// 0.8 of what a CUBIC flow gets in its place, and the competitor at least
-/// 0.9 of what it gets against that CUBIC flow. Against CUBIC the KA flow
-/// gets more than a CUBIC flow would, and the competitor 0.8 of its share
-/// (TCP mode starts and ends with CUBIC's sawtooth around the threshold,
-/// and each time the KA flow resumes at its fair share).
+/// With a 100-packet buffer the KA flow gets at least 0.8 of what a CUBIC
+/// flow gets in its place against every competitor; the competitor gets at
+/// least 0.9 of what it gets against that CUBIC flow against BBR and CUBIC,
+/// and 0.81 against NewReno (with RACK in the endpoint the KA flow, in TCP
+/// mode a NewReno flow that no longer takes reordering for loss, holds
+/// 12.9 Mbit/s where a CUBIC flow holds 11.3; DESIGN §3.6.1).
 #[test]
 fn ka_keeps_a_tcp_share_against_one_legacy_flow() {
     for (competitor, competitor_floor) in
-        [("tcp-bbr", 0.9), ("tcp-newreno", 0.9), ("tcp-cubic", 0.75)]
+        [("tcp-bbr", 0.9), ("tcp-newreno", 0.8), ("tcp-cubic", 0.9)]
     {
         let (ka, against_ka) = goodputs("ka", competitor, 100, true);
         let (cubic, against_cubic) = goodputs("tcp-cubic", competitor, 100, true);
