@@ -43,6 +43,7 @@ use tun_rs::{
 };
 
 use crate::tun::MAX_PACKET;
+use ka_codec::wire::checksum::{finish, sum};
 
 /// Packets per batch: the segments one read may yield, and the packets a
 /// writer collects before it must flush (`tun-rs`'s `IDEAL_BATCH_SIZE`,
@@ -249,7 +250,7 @@ fn fix_ip_lengths(packet: &mut [u8]) -> io::Result<()> {
         .get_mut(10..12)
         .ok_or_else(bad)?
         .copy_from_slice(&[0, 0]);
-    let c = !fold(sum(packet.get(..ihl).ok_or_else(bad)?, 0));
+    let c = finish(sum(packet.get(..ihl).ok_or_else(bad)?, 0));
     packet
         .get_mut(10..12)
         .ok_or_else(bad)?
@@ -271,40 +272,12 @@ fn complete_checksum(packet: &mut [u8], start: u16, offset: u16) -> io::Result<(
         .get_mut(at..at + 2)
         .ok_or_else(bad)?
         .copy_from_slice(&[0, 0]);
-    let c = !fold(sum(packet.get(start..).ok_or_else(bad)?, initial));
+    let c = finish(sum(packet.get(start..).ok_or_else(bad)?, initial));
     packet
         .get_mut(at..at + 2)
         .ok_or_else(bad)?
         .copy_from_slice(&c.to_be_bytes());
     Ok(())
-}
-
-/// The one's-complement sum of `data` (big-endian 16-bit words) onto
-/// `acc`, unfolded.
-fn sum(data: &[u8], acc: u32) -> u32 {
-    let mut acc = u64::from(acc);
-    let mut chunks = data.chunks_exact(2);
-    for w in &mut chunks {
-        if let &[a, b] = w {
-            acc += u64::from(u16::from_be_bytes([a, b]));
-        }
-    }
-    if let &[last] = chunks.remainder() {
-        acc += u64::from(u16::from_be_bytes([last, 0]));
-    }
-    while acc > 0xFFFF_FFFF {
-        acc = (acc & 0xFFFF_FFFF) + (acc >> 32);
-    }
-    acc as u32
-}
-
-/// Folds a sum to 16 bits.
-fn fold(acc: u32) -> u16 {
-    let mut acc = acc;
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    acc as u16
 }
 
 /// The `virtio_net_hdr` that writes TCP super-packet `packet` of
@@ -324,7 +297,7 @@ fn gso_header(packet: &mut [u8], size: u16) -> Option<VirtioNetHdr> {
     let pseudo = sum(addrs, 6 + (proto_len >> 16) + (proto_len & 0xFFFF));
     packet
         .get_mut(l4 + TCP_CSUM..l4 + TCP_CSUM + 2)?
-        .copy_from_slice(&fold(pseudo).to_be_bytes());
+        .copy_from_slice(&(!finish(pseudo)).to_be_bytes());
     let mut gso_type = if v6 {
         VIRTIO_NET_HDR_GSO_TCPV6
     } else {
@@ -477,7 +450,7 @@ mod tests {
         q[36..38].copy_from_slice(&[0, 0]);
         let len = (q.len() - 20) as u32;
         let pseudo = sum(&q[12..20], 6 + len);
-        !fold(sum(&q[20..], pseudo))
+        finish(sum(&q[20..], pseudo))
     }
 
     #[test]
@@ -504,7 +477,11 @@ mod tests {
         let mut p = v4(5000, 0, 0x10);
         fix_ip_lengths(&mut p).unwrap();
         assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len());
-        assert_eq!(fold(sum(&p[..20], 0)), 0xFFFF, "header checksum verifies");
+        assert_eq!(
+            !finish(sum(&p[..20], 0)),
+            0xFFFF,
+            "header checksum verifies"
+        );
     }
 
     #[test]
@@ -513,7 +490,7 @@ mod tests {
         fix_ip_lengths(&mut p).unwrap();
         let full = tcp_checksum(&p);
         let len = (p.len() - 20) as u32;
-        let partial = fold(sum(&p[12..20], 6 + len));
+        let partial = !finish(sum(&p[12..20], 6 + len));
         p[36..38].copy_from_slice(&partial.to_be_bytes());
         complete_checksum(&mut p, 20, 16).unwrap();
         assert_eq!(u16::from_be_bytes([p[36], p[37]]), full);

@@ -78,6 +78,8 @@
 
 use ka_codec::wire::FlowKey;
 
+use crate::flowhash::FlowHasher;
+
 /// IP protocol number of TCP.
 const PROTO_TCP: u8 = 6;
 
@@ -172,7 +174,7 @@ pub(crate) struct Arrival {
 pub(crate) struct FlowJudge {
     slots: Box<[Slot]>,
     mask: usize,
-    keys: [u64; 4],
+    hasher: FlowHasher,
     /// The current window and when it ends (ns).
     epoch: u32,
     epoch_end: u64,
@@ -208,22 +210,6 @@ impl std::fmt::Debug for FlowJudge {
     }
 }
 
-/// `a · b` as a 128-bit product, its halves xored.
-#[inline]
-fn fold(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-/// SplitMix64's step: the hash keys from the seed.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The RTT in ms a router takes for indicator code `k` (DESIGN §2.2).
 fn code_ms(k: usize) -> f64 {
     let k = u8::try_from(k).unwrap_or(u8::MAX);
@@ -235,13 +221,12 @@ impl FlowJudge {
     /// only (the RTT histogram runs either way). `rtt_ns` is the initial d.
     pub(crate) fn new(seed: u64, behaviour: bool, rtt_ns: u64) -> Self {
         // A domain tag so the keys differ from the port's other hashes.
-        let mut state = seed ^ 0x4A55_4447_4546_4C57; // "JUDGEFLW"
-        let keys = [(); 4].map(|()| splitmix(&mut state) | 1);
+        let hasher = FlowHasher::new(seed, 0x4A55_4447_4546_4C57); // "JUDGEFLW"
         let window_ns = (rtt_ns / 2).clamp(MIN_WINDOW_NS, MAX_WINDOW_NS);
         Self {
             slots: vec![EMPTY; JUDGE_SLOTS].into_boxed_slice(),
             mask: JUDGE_SLOTS - 1,
-            keys,
+            hasher,
             epoch: 1,
             epoch_end: window_ns,
             window_ns,
@@ -265,15 +250,7 @@ impl FlowJudge {
 
     #[inline]
     fn index(&self, key: &FlowKey) -> usize {
-        let [k0, k1, k2, k3] = self.keys;
-        let s = u128::from_le_bytes(key.src);
-        let d = u128::from_le_bytes(key.dst);
-        let tail =
-            (u64::from(key.sport) << 24) | (u64::from(key.dport) << 8) | u64::from(key.proto);
-        let h = fold((s as u64) ^ k0, ((s >> 64) as u64) ^ k1);
-        let h = fold(h ^ (d as u64), ((d >> 64) as u64) ^ k2);
-        let h = fold(h ^ tail, k3);
-        (h as usize) & self.mask
+        (self.hasher.hash(key) as usize) & self.mask
     }
 
     /// Moves the window forward to the one holding `t`.

@@ -111,6 +111,7 @@ mod classify;
 pub mod config;
 pub mod controller;
 mod error;
+mod flowhash;
 pub mod gso;
 pub mod impair;
 mod judge;

@@ -37,6 +37,8 @@
 
 use ka_codec::wire::FlowKey;
 
+use crate::flowhash::FlowHasher;
+
 use crate::config::StampEvery;
 use crate::qdisc::Nanos;
 
@@ -91,7 +93,7 @@ pub struct StampTable {
     every: StampEvery,
     slots: Box<[Slot]>,
     mask: usize,
-    keys: [u64; 4],
+    hasher: FlowHasher,
 }
 
 impl std::fmt::Debug for StampTable {
@@ -104,23 +106,6 @@ impl std::fmt::Debug for StampTable {
     }
 }
 
-/// `a · b` as a 128-bit product, its halves xored (foldhash's mixing
-/// step).
-#[inline]
-fn fold(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-/// SplitMix64's step: the hash keys from the seed.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 impl StampTable {
     /// A table of `slots` slots (rounded up to a power of two, 1 to
     /// [`MAX_STAMP_SLOTS`]) for `every`, its hash keyed by `seed`.
@@ -130,13 +115,12 @@ impl StampTable {
         let n = slots.clamp(1, MAX_STAMP_SLOTS).next_power_of_two();
         // A domain tag so the keys differ from the other users of the
         // port's seed (the queue discipline).
-        let mut state = seed ^ 0x5354_414D_5045_5645; // "STAMPEVE"
-        let keys = [(); 4].map(|()| splitmix(&mut state) | 1);
+        let hasher = FlowHasher::new(seed, 0x5354_414D_5045_5645); // "STAMPEVE"
         Self {
             every,
             slots: vec![EMPTY; n].into_boxed_slice(),
             mask: n - 1,
-            keys,
+            hasher,
         }
     }
 
@@ -159,15 +143,7 @@ impl StampTable {
     /// The slot index of `key`.
     #[inline]
     pub fn index(&self, key: &FlowKey) -> usize {
-        let [k0, k1, k2, k3] = self.keys;
-        let s = u128::from_le_bytes(key.src);
-        let d = u128::from_le_bytes(key.dst);
-        let tail =
-            (u64::from(key.sport) << 24) | (u64::from(key.dport) << 8) | u64::from(key.proto);
-        let h = fold((s as u64) ^ k0, ((s >> 64) as u64) ^ k1);
-        let h = fold(h ^ (d as u64), ((d >> 64) as u64) ^ k2);
-        let h = fold(h ^ tail, k3);
-        (h as usize) & self.mask
+        (self.hasher.hash(key) as usize) & self.mask
     }
 
     /// `key`'s slot, if it holds `key`.
