@@ -13,20 +13,9 @@ use std::time::Duration;
 
 use netns_common::{
     PORT, Proc, Side, endpoint_addr, endpoint_receiver, endpoint_sends_file_to_kernel,
-    endpoint_testbed, serial, sha256_hex,
+    endpoint_testbed, forward_count, serial, sha256_hex,
 };
 const BYTES: usize = 20_000_000;
-
-/// The counter after `label` on the router's final `forward` line.
-fn forward_count(stdout: &str, label: &str) -> u64 {
-    stdout
-        .lines()
-        .find(|l| l.starts_with("forward"))
-        .and_then(|l| l.split(label).nth(1))
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no `{label}` count in router output: {stdout}"))
-}
 
 #[test]
 fn netns_role_helper() {

@@ -13,7 +13,8 @@ mod netns_common;
 use std::time::{Duration, Instant};
 
 use netns_common::{
-    PORT, Proc, Side, endpoint_receiver, endpoint_testbed, payload, serial, sha256_hex,
+    PORT, Proc, Side, endpoint_receiver, endpoint_testbed, forward_count, payload, serial,
+    sha256_hex,
 };
 
 /// The impaired path: 50 Mbit/s, 10 ms each way, 2 % of packets reordered.
@@ -26,17 +27,6 @@ fn bytes() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000_000)
-}
-
-/// The count after `label` on the router's `forward` summary line.
-fn forward_count(stdout: &str, label: &str) -> u64 {
-    stdout
-        .lines()
-        .find(|l| l.starts_with("forward"))
-        .and_then(|l| l.split(label).nth(1))
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no `{label}` count in router output: {stdout}"))
 }
 
 #[test]

@@ -32,6 +32,18 @@ pub mod harness;
 pub use harness::{Proc, RoleResult, payload, router_bin, serial, sha256_hex};
 use harness::{accept_one, drain, finish, role_command, role_param, say};
 
+/// The counter after `label` on the router's final `forward` summary line
+/// (its stdout at exit).
+pub fn forward_count(stdout: &str, label: &str) -> u64 {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("forward"))
+        .and_then(|l| l.split(label).nth(1))
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{label}` count in router output: {stdout}"))
+}
+
 /// The userspace stack's address behind `side`.
 pub fn endpoint_addr(side: Side) -> Ipv4Addr {
     match side {
