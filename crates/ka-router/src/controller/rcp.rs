@@ -350,6 +350,19 @@ mod tests {
     }
 
     #[test]
+    fn rate_is_stationary_only_at_the_equilibrium_queue() {
+        // With y at a load ρ·C below C, R stands still only at
+        // q = α(1 − ρ)·C·d/β (DESIGN §3.5.1): here 0.1·0.1·1000·100/1 =
+        // 1000 bytes. A longer mean queue drives R down, a shorter one up.
+        let mut r = Rcp::new(RcpConfig::default(), 1000.0);
+        let r0 = r.rate();
+        assert!((r.on_interval(&m(900.0, 1000)) - r0).abs() < 1e-9);
+        assert!(r.on_interval(&m(900.0, 1500)) < r0);
+        let low = r.rate();
+        assert!(r.on_interval(&m(900.0, 500)) > low);
+    }
+
+    #[test]
     fn starts_at_initial_fraction() {
         let r = Rcp::new(RcpConfig::default(), 1000.0);
         assert!((r.rate() - 50.0).abs() < 1e-9);

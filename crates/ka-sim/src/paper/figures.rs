@@ -4,7 +4,7 @@
 //!
 //! | figure | variants (subdirectories) | scenario files |
 //! |---|---|---|
-//! | fig2 | `ka/`, `rcp/` | `fig2-ka.toml`, `fig2-rcp.toml` |
+//! | fig2 | `ka/`, `rcp/`, `ka-fast/`, `rcp-fast/` | `fig2-ka.toml`, `fig2-rcp.toml`, `fig2-*-fast.toml` (α 0.4, β 0.5) |
 //! | fig3 | `ka/`, `rcp/`, `tcp/` | `fig3-*.toml` |
 //! | fig4 | `tcp-alone/`, `mixed/` | `fig4-*.toml` |
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
@@ -73,6 +73,11 @@ pub fn variants(fig: Figure) -> Vec<(&'static str, &'static str)> {
         Figure::Fig2 => vec![
             ("ka", include_str!("../../scenarios/fig2-ka.toml")),
             ("rcp", include_str!("../../scenarios/fig2-rcp.toml")),
+            ("ka-fast", include_str!("../../scenarios/fig2-ka-fast.toml")),
+            (
+                "rcp-fast",
+                include_str!("../../scenarios/fig2-rcp-fast.toml"),
+            ),
         ],
         Figure::Fig3 => vec![
             ("ka", include_str!("../../scenarios/fig3-ka.toml")),
