@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 
 use super::fmt_ms as ms;
 use super::{
-    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
-    mean_fct_from, mean_in, pct, queue_delays_ms,
+    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, fig10_quantiles_claim, find,
+    flow_rates, group_fct, mean_fct_from, mean_in, pct, queue_delays_ms,
 };
 use crate::paper::claims::Claim;
 use crate::results::RunResult;
@@ -229,6 +229,7 @@ fn heavy_claims(results: &[(&str, RunResult)]) -> Vec<Claim> {
     out.push(fig9_cubic_claim(c95));
     let (rk, rc) = (flow_rates(ka), flow_rates(cubic));
     out.push(fig10_claim(pct(&rk, 0.5), pct(&rc, 0.5)));
+    out.push(fig10_quantiles_claim(&rk, &rc));
     if let Some(fq) = q("cubic-fqcodel-ecn") {
         let (f50, f95) = (pct(&fq, 0.5), pct(&fq, 0.95));
         out.push(Claim::new(

@@ -7,7 +7,7 @@
 //!
 //! | name | variants (subdirectories) | scenario files |
 //! |---|---|---|
-//! | fig2 | `ka/`, `rcp/` | `fig2-ka.toml`, `fig2-rcp.toml` |
+//! | fig2 | `ka/`, `rcp/`, `ka-fast/`, `rcp-fast/` | `fig2-ka.toml`, `fig2-rcp.toml`, `fig2-*-fast.toml` (α 0.4, β 0.5) |
 //! | fig3 | `ka/`, `rcp/`, `tcp/` | `fig3-*.toml` |
 //! | fig4 | `tcp-alone/`, `mixed/` | `fig4-*.toml` |
 //! | fig5 | `mixed/` | `fig5-mixed.toml` |
@@ -15,7 +15,7 @@
 //! | aqm-light, aqm-heavy | `ka/`, `cubic/`, `cubic-fqcodel-ecn/`, `cubic-red/` | `aqm-*.toml` ([`Aqm`]) |
 //! | fig3-crowd | `ka-1..3/`, `rcp-1..3/`, `paper-*/`, `crowd64-*/`, `fig2-*/` | `fig3-crowd-*.toml` ([`FlashCrowd`]) |
 //! | xcp-fig4 … xcp-fig7 | two of `tcp/`, `xcp/`, `xcp-rate/`, `rcp/`, `ka/` | `xcp-transient-*.toml` ([`XcpTransient`]) |
-//! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
+//! | xcp-fig8 | `tcp/`, `xcp/`, `rcp/`, `rcp-fig7/`, `rcp-deep/`, `ka/` | `xcp-fig8-*.toml` ([`XcpFct`]) |
 //! | testbed-light, testbed-heavy | `ka/`, `ka-crowd/`, `ka-echo/`, `cubic/`, `cubic-fqcodel-ecn/`, `pcc/` | `testbed-*.toml` ([`TestbedLoad`]; the simulated half of `ka-testbed`) |
 //! | dcc-fig2 | `lccp-s01..10/`, `lccp-ack-s01..10/`, `tcp-s01..10/` | `dcc-fig2-ns2-*.toml` ([`Dcc`], [`dcc_seeds`]: seeds 1-10, 95 % CI) |
 //! | dcc-fig2-modern | `lccp/`, `lccp-rcp/`, `tcp/` (+ `xcp/` with the `xcp` port kind) | `dcc-fig2-{lccp,lccp-rcp,tcp,xcp}.toml` ([`Dcc`]) |
@@ -323,6 +323,33 @@ pub fn fig10_claim(mk: Option<f64>, mc: Option<f64>) -> Claim {
     )
 }
 
+/// The slides' form of Fig. 10 ("KA above CUBIC in > 80 % of cases"): the
+/// share of the quantiles 1 %, 2 % … 99 % at which KA's per-flow throughput
+/// (sorted `ka`) is at least CUBIC's (sorted `cubic`), at least 0.8.
+pub fn fig10_quantiles_claim(ka: &[f64], cubic: &[f64]) -> Claim {
+    let share = quantile_share_above(ka, cubic);
+    Claim::new(
+        "KA's per-flow throughput CDF at or above CUBIC's over >= 80 % of its quantiles (paper's slides on Fig. 10: \"> 80 % of cases\")",
+        share.map_or("n/a".into(), |s| {
+            format!("{:.0} % of the quantiles 1..99 %", 100.0 * s)
+        }),
+        share.is_some_and(|s| s >= 0.8),
+    )
+}
+
+/// The share of the quantiles 1 % … 99 % at which sorted `a` is at least
+/// sorted `b`; `None` if either is empty.
+pub fn quantile_share_above(a: &[f64], b: &[f64]) -> Option<f64> {
+    let mut above = 0usize;
+    for k in 1..=99 {
+        let p = k as f64 / 100.0;
+        if pct(a, p)? >= pct(b, p)? {
+            above += 1;
+        }
+    }
+    Some(above as f64 / 99.0)
+}
+
 /// The `p`-quantile (0…1, nearest rank) of `sorted`.
 pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
     metrics::percentile(sorted, p)
@@ -436,6 +463,25 @@ pub fn fct_curve(r: &RunResult, label: &str, group: &str) -> Curve {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantile_share_counts_where_ka_is_ahead() {
+        let b: Vec<f64> = (1..=100).map(f64::from).collect();
+        // Everywhere above, everywhere below, and above from the median up.
+        let up: Vec<f64> = b.iter().map(|x| x + 0.5).collect();
+        let down: Vec<f64> = b.iter().map(|x| x - 0.5).collect();
+        let cross: Vec<f64> = b
+            .iter()
+            .map(|x| if *x > 50.0 { x + 1.0 } else { x - 1.0 })
+            .collect();
+        assert_eq!(quantile_share_above(&up, &b), Some(1.0));
+        assert_eq!(quantile_share_above(&down, &b), Some(0.0));
+        let s = quantile_share_above(&cross, &b).unwrap();
+        assert!((s - 49.0 / 99.0).abs() < 0.02, "{s}");
+        assert!(fig10_quantiles_claim(&up, &b).pass);
+        assert!(!fig10_quantiles_claim(&cross, &b).pass);
+        assert_eq!(quantile_share_above(&[], &b), None);
+    }
 
     #[test]
     fn registry_names_are_unique_and_found() {

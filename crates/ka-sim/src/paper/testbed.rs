@@ -25,8 +25,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, find, flow_rates, group_fct,
-    mean_fct_from, mean_fct_in, mean_in, pct, queue_delays_ms,
+    Experiment, fig9_cubic_claim, fig9_ka_claim, fig10_claim, fig10_quantiles_claim, find,
+    flow_rates, group_fct, mean_fct_from, mean_fct_in, mean_in, pct, queue_delays_ms,
 };
 use crate::paper::claims::Claim;
 use crate::results::RunResult;
@@ -262,8 +262,13 @@ pub fn claims(load: TestbedLoad, results: &[(&str, &RunResult)]) -> Vec<Claim> {
                 let Some(ka) = get(v) else { continue };
                 let qk = queue_delays_ms(ka);
                 let (k50, k95) = (pct(&qk, 0.5), pct(&qk, 0.95));
-                let (mk, mc) = (pct(&flow_rates(ka), 0.5), pct(&flow_rates(cubic), 0.5));
-                for mut claim in [fig9_ka_claim(k50, k95), fig10_claim(mk, mc)] {
+                let (rk, rc) = (flow_rates(ka), flow_rates(cubic));
+                let (mk, mc) = (pct(&rk, 0.5), pct(&rc, 0.5));
+                for mut claim in [
+                    fig9_ka_claim(k50, k95),
+                    fig10_claim(mk, mc),
+                    fig10_quantiles_claim(&rk, &rc),
+                ] {
                     claim.what = format!("{who}: {}", claim.what);
                     out.push(claim);
                 }

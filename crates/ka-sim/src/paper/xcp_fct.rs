@@ -8,7 +8,10 @@
 //! (`scenarios/xcp-fig8-*.toml`): `tcp/` CUBIC over RED (limit 1000,
 //! min_th 250, max_th 750, max_p 0.1); `xcp/` window-based XCP (α 0.4,
 //! β 0.226) and `rcp/` RCP (α 0.1, β 1.0) over an effectively unlimited
-//! queue; `ka/` KA over its normal 1000-packet queue.
+//! queue; `rcp-fig7/` the same RCP with the gains of the seed's Fig. 7 (α
+//! 0.4, β 0.226), whose law allows a mean queue 18 times longer (DESIGN
+//! §3.5.1), and `rcp-deep/` (α 0.4, β 0.1), 40 times longer; `ka/` KA over
+//! its normal 1000-packet queue.
 //!
 //! `ka-sim paper xcp-fig8` runs each variant as two time segments in
 //! parallel ([`crate::run::segment`]: 0–1825 s and 1725–3700 s, the second's
@@ -44,10 +47,12 @@ use crate::scenario::Scenario;
 pub struct XcpFct;
 
 /// Variants and plot labels, in plot order.
-const VARIANTS: [(&str, &str); 4] = [
+const VARIANTS: [(&str, &str); 6] = [
     ("tcp", "TCP (CUBIC, RED)"),
     ("xcp", "XCP (window)"),
     ("rcp", "RCP"),
+    ("rcp-fig7", "RCP, alpha 0.4, beta 0.226"),
+    ("rcp-deep", "RCP, alpha 0.4, beta 0.1"),
     ("ka", "KA"),
 ];
 
@@ -167,6 +172,63 @@ fn worst_vs_ps(r: &RunResult) -> Option<(f64, f64)> {
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
+/// Time-average number of flows in the system (started, not finished)
+/// over `[from, to)`, s: the flows' own lifetimes, integrated exactly.
+fn mean_active(r: &RunResult, from: f64, to: f64) -> Option<f64> {
+    let spans = r
+        .flows
+        .iter()
+        .map(|f| (to_secs(f.start), f.end.map(to_secs)));
+    mean_in_system(spans, from, to)
+}
+
+/// Time-average count of `(start, end)` spans (`None`: still running) over
+/// `[from, to)`.
+fn mean_in_system(
+    spans: impl Iterator<Item = (f64, Option<f64>)>,
+    from: f64,
+    to: f64,
+) -> Option<f64> {
+    if to <= from {
+        return None;
+    }
+    let busy: f64 = spans
+        .map(|(s, e)| (e.unwrap_or(to).min(to) - s.max(from)).max(0.0))
+        .sum();
+    Some(busy / (to - from))
+}
+
+/// Mean flows in the system over the first and the second half of the
+/// counted period (after the warm-up).
+fn active_halves(r: &RunResult) -> Option<(f64, f64)> {
+    let from = warmup_s(r.scenario.duration_s);
+    let mid = (from + r.sim_seconds) / 2.0;
+    Some((
+        mean_active(r, from, mid)?,
+        mean_active(r, mid, r.sim_seconds)?,
+    ))
+}
+
+/// RCP's equilibrium queue, packets: where `α(C − y) = β·q/d` holds with
+/// y at the offered load ρ·C, `q = α(1 − ρ)·C·d/β` (DESIGN §3.5.1).
+fn law_queue_pkts(r: &RunResult) -> f64 {
+    let (rtt, cap, pkt, rho) = params(r);
+    let k = &r.scenario.router.rcp;
+    equilibrium_queue_pkts(k.alpha, k.beta, rho, cap, rtt, pkt)
+}
+
+/// `α(1 − ρ)·C·d/β` in packets of `pkt` bytes (C in bit/s, d in s).
+fn equilibrium_queue_pkts(alpha: f64, beta: f64, rho: f64, cap: f64, d: f64, pkt: f64) -> f64 {
+    alpha * (1.0 - rho) * cap / 8.0 * d / beta.max(1e-9) / pkt.max(1.0)
+}
+
+/// Mean queue seen by arriving packets, packets: mean sojourn × C.
+fn packet_mean_queue(r: &RunResult) -> Option<f64> {
+    let (_, cap, pkt, _) = params(r);
+    let soj = r.hops.first()?.sojourn.mean_s()?;
+    Some(soj * cap / 8.0 / pkt.max(1.0))
+}
+
 impl Experiment for XcpFct {
     fn name(&self) -> &'static str {
         "xcp-fig8"
@@ -185,6 +247,14 @@ impl Experiment for XcpFct {
             ("tcp", include_str!("../../scenarios/xcp-fig8-tcp.toml")),
             ("xcp", include_str!("../../scenarios/xcp-fig8-xcp.toml")),
             ("rcp", include_str!("../../scenarios/xcp-fig8-rcp.toml")),
+            (
+                "rcp-fig7",
+                include_str!("../../scenarios/xcp-fig8-rcp-fig7.toml"),
+            ),
+            (
+                "rcp-deep",
+                include_str!("../../scenarios/xcp-fig8-rcp-deep.toml"),
+            ),
             ("ka", include_str!("../../scenarios/xcp-fig8-ka.toml")),
         ]
     }
@@ -246,8 +316,36 @@ impl Experiment for XcpFct {
                 w.is_some_and(|w| w.0 <= 2.0),
             )
         };
-        if let Some(r) = find(results, "rcp") {
-            out.push(per_bucket("RCP", r));
+        for (v, who) in [
+            ("rcp", "RCP"),
+            ("rcp-fig7", "RCP (alpha 0.4, beta 0.226)"),
+            ("rcp-deep", "RCP (alpha 0.4, beta 0.1)"),
+        ] {
+            let Some(r) = find(results, v) else {
+                continue;
+            };
+            out.push(per_bucket(who, r));
+            let halves = active_halves(r);
+            out.push(Claim::new(
+                format!(
+                    "{who}: flows in the system stationary (second half's mean within 20 % of the first's)"
+                ),
+                halves.map_or("n/a".into(), |(a, b)| {
+                    format!("{a:.1} then {b:.1} flows (PS: rho/(1-rho) = {:.1})", r.rho / (1.0 - r.rho))
+                }),
+                halves.is_some_and(|(a, b)| a > 0.0 && (b - a).abs() <= 0.2 * a),
+            ));
+            let law = law_queue_pkts(r);
+            let q = packet_mean_queue(r);
+            out.push(Claim::new(
+                format!(
+                    "{who}: mean queue where RCP's law puts it, alpha(1-rho)C d/beta (0.8-2x; the mechanism of DESIGN 3.5.1)"
+                ),
+                q.map_or("n/a".into(), |q| {
+                    format!("{q:.1} packets seen by arrivals, law {law:.1}")
+                }),
+                q.is_some_and(|q| q >= 0.8 * law && q <= 2.0 * law),
+            ));
         }
         let tcp = find(results, "tcp").and_then(short_mean);
         if let Some(x) = find(results, "xcp") {
@@ -361,6 +459,30 @@ fn fct_panel(title: String, curves: Vec<Curve>) -> Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equilibrium_queue_of_the_seeds_gains() {
+        // 100 Mbit/s, 100 ms, load 0.9, 1500-byte packets (seed Fig. 8).
+        let q = |a, b| equilibrium_queue_pkts(a, b, 0.9, 100e6, 0.1, 1500.0);
+        assert!((q(0.1, 1.0) - 8.333).abs() < 0.01, "{}", q(0.1, 1.0));
+        assert!((q(0.4, 0.226) - 147.5).abs() < 0.1, "{}", q(0.4, 0.226));
+        assert!((q(0.4, 0.1) - 333.3).abs() < 0.1, "{}", q(0.4, 0.1));
+    }
+
+    #[test]
+    fn flows_in_system_integrates_lifetimes() {
+        // [0, 10): one flow all the time, one for 2 s, one still running
+        // from 8 s, one before the window.
+        let spans = [
+            (0.0, Some(20.0)),
+            (3.0, Some(5.0)),
+            (8.0, None),
+            (-5.0, Some(-1.0)),
+        ];
+        let m = mean_in_system(spans.into_iter(), 0.0, 10.0).unwrap();
+        assert!((m - (10.0 + 2.0 + 2.0) / 10.0).abs() < 1e-12, "{m}");
+        assert_eq!(mean_in_system(spans.into_iter(), 5.0, 5.0), None);
+    }
 
     #[test]
     fn warmup_is_the_seeds_100_s_or_a_tenth() {
