@@ -10,7 +10,9 @@
 //!   100 ms, 32 on-off senders, mean flow 100 packets), the paper's ns-3
 //!   TCP profile;
 //! * `aqm-heavy`: the testbed's heavy load (10 Mbit/s, 100 ms, 8 on-off
-//!   senders, mean flow 1 MB, mean off time 8 s), modern TCP defaults.
+//!   senders, mean flow 1 MB, mean off time 8 s), modern TCP defaults
+//!   with HyStart, 900 s, the KA port with the `ka-router` binary's knobs:
+//!   the same KA router and duration as `testbed-heavy`.
 //!
 //! The plot has the mean FCT by flow size and the CDF of the queueing
 //! delay (the mean sojourn of the packets the bottleneck dequeued in each
