@@ -55,7 +55,7 @@ fn forge(to: SocketAddr, secs: u64) {
             std::thread::sleep(wait);
         }
         // 20 bytes IPv4 + 8 UDP + payload = 600 or 611
-        let len = if sent % 2 == 0 { 572 } else { 583 };
+        let len = if sent.is_multiple_of(2) { 572 } else { 583 };
         s.send_to(&vec![0x4b; len], to).expect("send_to");
         sent += 1;
     }
