@@ -29,7 +29,11 @@ pub use ka_router::shell::testbed::{Side, Testbed};
 
 #[path = "../../../ka-router/tests/netns_common/harness.rs"]
 pub mod harness;
-pub use harness::{Proc, RoleResult, payload, router_bin, serial, sha256_hex};
+#[allow(unused_imports)]
+pub use harness::{
+    Proc, RoleResult, free_local_port, metric_value, payload, router_bin, scrape_metrics, serial,
+    sha256_hex,
+};
 use harness::{accept_one, drain, finish, role_command, role_param, say};
 
 /// The counter after `label` on the router's final `forward` summary line

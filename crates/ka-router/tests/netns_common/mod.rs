@@ -16,7 +16,10 @@ use ka_router::shell::testbed::{Side, Testbed};
 use sha2::{Digest, Sha256};
 
 pub mod harness;
-pub use harness::{Payload, Proc, RoleResult, serial};
+#[allow(unused_imports)]
+pub use harness::{
+    Payload, Proc, RoleResult, free_local_port, metric_value, scrape_metrics, serial,
+};
 use harness::{accept_one, drain, finish, hex, role_command, role_command_in, role_param, say};
 
 /// A testbed, or `None` after printing why real-network tests are skipped.
@@ -183,32 +186,6 @@ fn udp(to: SocketAddr, count: u32) {
         let _ = s.send_to(&[0x55; 100], to);
     }
     say(format!("RESULT sent={count}"));
-}
-
-/// The Prometheus text `ka-router --metrics ADDR` serves right now.
-pub fn scrape_metrics(addr: &str) -> String {
-    let mut c = TcpStream::connect(addr).expect("metrics endpoint");
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .expect("metrics request");
-    let mut s = String::new();
-    c.read_to_string(&mut s).expect("metrics response");
-    s
-}
-
-/// The value of one series (name with labels, exactly as exposed) in a
-/// metrics text, if present.
-pub fn metric_value(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|l| {
-        l.strip_prefix(series)
-            .filter(|rest| rest.starts_with(' '))
-            .and_then(|v| v.trim().parse().ok())
-    })
-}
-
-/// A free TCP port on loopback for `--metrics` (bound and released).
-pub fn free_local_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 /// One captured packet: wall-clock timestamp and raw IP bytes.
