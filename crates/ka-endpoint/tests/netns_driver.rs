@@ -259,8 +259,8 @@ fn kernel_drops_in_front_of_an_unread_device_are_counted() {
 }
 
 /// With offloads (`DriverConfig::offload`): 20 MB from the kernel to the
-/// stack (the kernel hands the device TCP super-packets, which the driver
-/// splits into ordinary segments for the stack) and 20 MB back (the
+/// stack (the kernel hands the device TCP super-packets, which the stack
+/// takes whole) and 20 MB back (the
 /// driver's rounds written coalesced), both exact and without a read or
 /// write error.
 #[test]
@@ -308,6 +308,12 @@ fn offloaded_device_carries_both_directions_exactly() {
             let d = stack.stats();
             assert!(d.packets_in > (n / 1500) as u64, "{d:?}");
             assert_eq!(d.read_errors + d.write_errors, 0, "{d:?}");
+            // The kernel's super-packets reached the stack whole.
+            assert!(d.gro_reads > 0, "{d:?}");
+            // A bulk send leaves in super-packets: most segments went out
+            // coalesced, several per write.
+            assert!(d.gso_segments > d.packets_out / 2, "{d:?}");
+            assert!(d.gso_segments >= 2 * d.gso_writes, "{d:?}");
         },
     );
 }

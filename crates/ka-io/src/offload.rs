@@ -325,6 +325,18 @@ pub struct CoalescingWriter {
     bufs: Vec<Vec<u8>>,
     used: usize,
     gro: GROTable,
+    counts: GsoCounts,
+}
+
+/// What a [`CoalescingWriter`] has written as super-packets so far: how
+/// often the kernel was handed more than one segment in one `write(2)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GsoCounts {
+    /// Super-packets written (coalesced at a flush, or given whole to
+    /// [`CoalescingWriter::push_gso`]).
+    pub writes: u64,
+    /// The segments they carried (each counts once, the first included).
+    pub segments: u64,
 }
 
 impl std::fmt::Debug for CoalescingWriter {
@@ -348,7 +360,13 @@ impl CoalescingWriter {
             bufs: Vec::with_capacity(BATCH),
             used: 0,
             gro: GROTable::default(),
+            counts: GsoCounts::default(),
         }
+    }
+
+    /// Super-packets written so far ([`GsoCounts`]).
+    pub fn gso_counts(&self) -> GsoCounts {
+        self.counts
     }
 
     /// Packets collected and not yet written.
@@ -407,6 +425,8 @@ impl CoalescingWriter {
         let mut head = [0u8; VIRTIO_NET_HDR_LEN];
         hdr.encode(&mut head)?;
         let n = dev.send_vectored(&[IoSlice::new(&head), IoSlice::new(packet)])?;
+        self.counts.writes += 1;
+        self.counts.segments += u64::from(segments_of(&hdr, packet.len()));
         flushed.map(|_| n.saturating_sub(VIRTIO_NET_HDR_LEN))
     }
 
@@ -420,11 +440,36 @@ impl CoalescingWriter {
         }
         let n = self.used;
         self.used = 0;
-        match self.bufs.get_mut(..n) {
-            Some(bufs) => dev.send_multiple(&mut self.gro, bufs, VIRTIO_NET_HDR_LEN),
-            None => Ok(0),
+        let Some(bufs) = self.bufs.get_mut(..n) else {
+            return Ok(0);
+        };
+        let written = dev.send_multiple(&mut self.gro, bufs, VIRTIO_NET_HDR_LEN);
+        // The buffers a run was coalesced into now start with a header of
+        // a GSO type; the others (written alone, or merged into a run)
+        // keep a plain one.
+        for b in bufs.iter() {
+            if let Some(hdr) = b
+                .get(..VIRTIO_NET_HDR_LEN)
+                .and_then(|h| VirtioNetHdr::decode(h).ok())
+                .filter(|h| h.gso_type & !GSO_ECN != GSO_NONE)
+            {
+                self.counts.writes += 1;
+                self.counts.segments += u64::from(segments_of(
+                    &hdr,
+                    b.len().saturating_sub(VIRTIO_NET_HDR_LEN),
+                ));
+            }
         }
+        written
     }
+}
+
+/// Segments the kernel cuts a super-packet of `len` bytes (headers
+/// included) behind `hdr` into.
+fn segments_of(hdr: &VirtioNetHdr, len: usize) -> u32 {
+    let payload = len.saturating_sub(usize::from(hdr.hdr_len));
+    let size = usize::from(hdr.gso_size.max(1));
+    u32::try_from(payload.div_ceil(size).max(1)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -451,6 +496,22 @@ mod tests {
         let len = (q.len() - 20) as u32;
         let pseudo = sum(&q[12..20], 6 + len);
         finish(sum(&q[20..], pseudo))
+    }
+
+    #[test]
+    fn a_super_packet_counts_the_segments_the_kernel_cuts() {
+        let hdr = |hdr_len, gso_size| VirtioNetHdr {
+            hdr_len,
+            gso_size,
+            ..VirtioNetHdr::default()
+        };
+        // 40 bytes of headers and 3000 of payload: two 1448s and a 104.
+        assert_eq!(segments_of(&hdr(40, 1448), 3040), 3);
+        assert_eq!(segments_of(&hdr(40, 1500), 3040), 2);
+        // Never fewer than one, whatever the header says.
+        assert_eq!(segments_of(&hdr(40, 0), 40), 1);
+        assert_eq!(segments_of(&hdr(100, 1448), 40), 1);
+        assert_eq!(CoalescingWriter::new().gso_counts(), GsoCounts::default());
     }
 
     #[test]

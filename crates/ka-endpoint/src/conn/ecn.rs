@@ -140,6 +140,25 @@ impl Connection {
         self.ecn.rx = Ecn::NotEct;
     }
 
+    /// [`Connection::handle_segment_ecn`] for `segments` consecutive
+    /// full-sized segments that the receiving device's offloads coalesced
+    /// into one (GRO; DESIGN §6.10): handled as one segment with all their
+    /// payload, counted as `segments` for the statistics and the
+    /// delayed-ACK rule (RFC 5681 §4.2: at least every second full-sized
+    /// segment is acknowledged, so two or more are acknowledged at once).
+    pub fn handle_segments_ecn(
+        &mut self,
+        now: Instant,
+        seg: &ka_codec::wire::tcp::TcpRepr,
+        payload: &[u8],
+        ecn: Ecn,
+        segments: u16,
+    ) {
+        self.rx_segments = segments.max(1);
+        self.handle_segment_ecn(now, seg, payload, ecn);
+        self.rx_segments = 1;
+    }
+
     /// The ECN bits of our SYN (`syn_ack` false) or SYN-ACK: ECE|CWR on an
     /// active open's first SYN if we ask, none on its retransmissions; ECE
     /// on a SYN-ACK once ECN is agreed.

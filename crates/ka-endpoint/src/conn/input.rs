@@ -20,7 +20,7 @@ impl Connection {
     /// data after it.
     pub fn handle_segment(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) {
         self.touch(now);
-        self.stats.segments_received += 1;
+        self.stats.segments_received += u64::from(self.rx_segments);
         match self.state {
             State::Closed => {}
             State::SynSent => self.on_syn_sent(now, seg),
@@ -641,7 +641,10 @@ impl Connection {
         match self.cfg.delayed_ack {
             None => self.ack_now = true,
             Some(delay) => {
-                self.unacked_segs += 1;
+                // A coalesced segment counts as the full-sized segments it
+                // stands for (so, like Linux with GRO, one ACK per
+                // super-segment of two or more).
+                self.unacked_segs += usize::from(self.rx_segments);
                 if self.unacked_segs >= self.cfg.ack_every.max(1) {
                     self.ack_now = true;
                 } else if self.delack_at.is_none() {

@@ -166,6 +166,9 @@ pub struct Connection {
     // acks
     ack_now: bool,
     unacked_segs: usize,
+    /// Segments the segment being handled stands for: 1, or more for one
+    /// the device's offloads coalesced ([`Connection::handle_segments_ecn`]).
+    rx_segments: u16,
     /// `quick_ack_first_data`: the next data segment is acknowledged at
     /// once (armed when the handshake completes).
     quick_ack_armed: bool,
@@ -288,6 +291,7 @@ impl Connection {
             pacing_wait: None,
             ack_now: false,
             unacked_segs: 0,
+            rx_segments: 1,
             quick_ack_armed: false,
             challenge_tokens: cfg.challenge_acks_per_sec,
             challenge_refill: now,

@@ -88,7 +88,9 @@ pub(crate) struct DeviceIo {
 struct DeviceReader {
     dev: File,
     buf: Vec<u8>,
-    /// With offloads: reads (super-)packets and splits them.
+    /// With offloads: reads (super-)packets; a TCP super-packet is kept
+    /// whole for the stack ([`Stack::handle_coalesced`](crate::Stack::handle_coalesced)),
+    /// anything else comes out as plain packets.
     segments: Option<SegmentReader>,
     errors_in_a_row: u32,
     backoff_until: Option<Instant>,
@@ -121,15 +123,16 @@ impl DeviceReader {
         }
     }
 
-    /// Reads up to `MAX_INPUT_BATCH` packets into `batch` (recycling
-    /// buffers from `spare`; with offloads a last read may add up to
-    /// [`ka_io::offload::BATCH`] more). Returns `Err` with the last error
+    /// Reads up to `MAX_INPUT_BATCH` packets into `batch`, each with the
+    /// segments it carries (1, or more for a TCP super-packet read whole;
+    /// recycling buffers from `spare`; with offloads a last read may add up
+    /// to [`ka_io::offload::BATCH`] more). Returns `Err` with the last error
     /// once `FATAL_READ_ERRORS` reads in a row have failed; counts failures
     /// in `read_errors`.
     fn read_batch(
         &mut self,
         tun: Option<&SyncDevice>,
-        batch: &mut Vec<Vec<u8>>,
+        batch: &mut Vec<(Vec<u8>, u16)>,
         spare: &mut Vec<Vec<u8>>,
         read_errors: &mut u64,
     ) -> Result<(), io::Error> {
@@ -138,18 +141,20 @@ impl DeviceReader {
             return Ok(());
         }
         while batch.len() < MAX_INPUT_BATCH {
-            let mut add = |bytes: &[u8]| {
+            let mut add = |bytes: &[u8], segments: u16| {
                 let mut p = spare.pop().unwrap_or_default();
                 p.clear();
                 p.extend_from_slice(bytes);
-                batch.push(p);
+                batch.push((p, segments));
             };
             let read = match (&mut self.segments, tun) {
-                (Some(r), Some(tun)) => r.read(tun, add).map(|_| ()),
+                (Some(r), Some(tun)) => r
+                    .read_whole(tun, |p, tso| add(p, tso.map_or(1, |t| t.segments)))
+                    .map(|_| ()),
                 _ => self
                     .dev
                     .read(&mut self.buf)
-                    .map(|n| add(self.buf.get(..n).unwrap_or(&[]))),
+                    .map(|n| add(self.buf.get(..n).unwrap_or(&[]), 1)),
             };
             match read {
                 Ok(()) => {
@@ -213,7 +218,7 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
         }
     };
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
-    let mut input: Vec<Vec<u8>> = Vec::with_capacity(MAX_INPUT_BATCH);
+    let mut input: Vec<(Vec<u8>, u16)> = Vec::with_capacity(MAX_INPUT_BATCH);
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut buf = vec![0u8; 65_536];
     let mut deadline: Option<Instant> = Some(Instant::now());
@@ -264,9 +269,14 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
                 inner.set_fatal(format!("reading the TUN device: {e}"));
             }
             let mut now = Instant::now();
-            for p in input.drain(..) {
-                inner.stack.handle_packet(now, &p);
-                inner.stats.packets_in += 1;
+            for (p, segments) in input.drain(..) {
+                if segments > 1 {
+                    inner.stack.handle_coalesced(now, &p, segments);
+                    inner.stats.gro_reads += 1;
+                } else {
+                    inner.stack.handle_packet(now, &p);
+                }
+                inner.stats.packets_in += u64::from(segments);
                 spare_push(&mut spare, p);
             }
             if stopping {
@@ -303,6 +313,13 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
             }
             more = out.len() >= MAX_BATCH || input_full;
             inner.stats.packets_out += out.len() as u64;
+            // The writer's running totals, as of the previous iteration's
+            // writes (this thread owns the writer for the driver's life).
+            if let Some(w) = &coalescing {
+                let g = w.gso_counts();
+                inner.stats.gso_writes = g.writes;
+                inner.stats.gso_segments = g.segments;
+            }
             deadline = if more {
                 Some(now)
             } else {
@@ -387,7 +404,10 @@ mod tests {
         let (mut batch, mut spare, mut errors) = (Vec::new(), Vec::new(), 0);
         r.read_batch(None, &mut batch, &mut spare, &mut errors)
             .unwrap();
-        assert_eq!(batch, [vec![0x45, 0], vec![0x45, 1], vec![0x45, 2]]);
+        assert_eq!(
+            batch,
+            [(vec![0x45, 0], 1), (vec![0x45, 1], 1), (vec![0x45, 2], 1)]
+        );
         assert_eq!(errors, 0);
         // Non-blocking: an empty device ends the batch instead of blocking.
         batch.clear();

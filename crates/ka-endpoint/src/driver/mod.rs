@@ -119,11 +119,11 @@ pub struct DriverConfig {
     /// Open the device with the kernel's segmentation offloads
     /// ([`TunOptions::offload`]; used by [`KaStack::open`]; a device given
     /// to [`KaStack::new`] must have been opened the same way): the kernel
-    /// hands the driver TCP super-packets (split into ordinary segments
-    /// before the stack sees them), and what the driver writes in one round
-    /// goes out coalesced, consecutive segments of a connection in one
-    /// write (see [`ka_io::offload`]). For multi-Gbit/s paths. Default
-    /// false.
+    /// hands the driver TCP super-packets (each given to the stack whole,
+    /// [`Stack::handle_coalesced`], DESIGN §6.10), and what the driver
+    /// writes in one round goes out coalesced, consecutive segments of a
+    /// connection in one write (see [`ka_io::offload`]; both counted in
+    /// [`DriverStats`]). For multi-Gbit/s paths. Default false.
     pub offload: bool,
 }
 

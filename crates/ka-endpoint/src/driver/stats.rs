@@ -8,8 +8,12 @@ use std::time::{Duration, Instant};
 /// Counters of the driver's I/O (the stack's own are in [`StackStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriverStats {
-    /// Packets read from the TUN device and given to the stack.
+    /// Packets read from the TUN device and given to the stack (a
+    /// super-packet counts its segments).
     pub packets_in: u64,
+    /// With offloads: TCP super-packets read whole and given to the stack
+    /// as one coalesced segment each (`Stack::handle_coalesced`).
+    pub gro_reads: u64,
     /// Packets the stack produced (written or failed).
     pub packets_out: u64,
     /// Packets the kernel dropped in front of the driver because the TUN
@@ -20,6 +24,13 @@ pub struct DriverStats {
     pub read_errors: u64,
     /// Failed TUN writes (e.g. EIO while the device is down).
     pub write_errors: u64,
+    /// With offloads (`DriverConfig::offload`): super-packets written, each
+    /// several of the stack's segments in one `write(2)` that the kernel
+    /// segments again (GSO).
+    pub gso_writes: u64,
+    /// The segments those super-packets carried (of `packets_out`; the
+    /// rest were written one per `write(2)`).
+    pub gso_segments: u64,
     /// Handshakes reset because a listener's accept backlog was full.
     pub backlog_full: u64,
     /// How late the driver thread woke for the stack's deadlines (pacing,

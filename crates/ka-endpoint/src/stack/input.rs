@@ -10,13 +10,32 @@ impl Stack {
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         self.stats.packets_in += 1;
         match ka_codec::wire::ip_version(packet) {
-            Some(4) => self.handle_v4(now, packet),
-            Some(6) => self.handle_v6(now, packet),
+            Some(4) => self.handle_v4(now, packet, None),
+            Some(6) => self.handle_v6(now, packet, None),
             _ => self.stats.malformed += 1,
         }
     }
 
-    pub(super) fn handle_v4(&mut self, now: Instant, packet: &[u8]) {
+    /// Processes one received IP packet that the device's offloads
+    /// coalesced from `segments` consecutive TCP segments of one flow
+    /// (GRO/TSO: one IP and TCP header, the segments' payloads back to
+    /// back, IP length fields right; `ka_io::offload::Tso`), as one segment
+    /// that counts as `segments` (DESIGN §6.10). Its TCP checksum is not
+    /// verified: the kernel hands such a packet with the partial checksum
+    /// of a packet that never crossed a wire, or one it verified before
+    /// coalescing. Anything not TCP, or a fragment, is handled as by
+    /// [`Stack::handle_packet`]. Never panics on any input.
+    pub fn handle_coalesced(&mut self, now: Instant, packet: &[u8], segments: u16) {
+        let segments = segments.max(1);
+        self.stats.packets_in += u64::from(segments);
+        match ka_codec::wire::ip_version(packet) {
+            Some(4) => self.handle_v4(now, packet, Some(segments)),
+            Some(6) => self.handle_v6(now, packet, Some(segments)),
+            _ => self.stats.malformed += 1,
+        }
+    }
+
+    pub(super) fn handle_v4(&mut self, now: Instant, packet: &[u8], coalesced: Option<u16>) {
         let Ok(ip) = ipv4::Ipv4Packet::new_checked(packet) else {
             self.stats.malformed += 1;
             return;
@@ -53,7 +72,13 @@ impl Stack {
             None
         };
         if !ip.is_fragment() {
-            self.handle_tcp_with(now, src, dst, ip.payload(), IpInfo { rcp, xcp, ecn });
+            let info = IpInfo {
+                rcp,
+                xcp,
+                ecn,
+                coalesced,
+            };
+            self.handle_tcp_with(now, src, dst, ip.payload(), info);
             return;
         }
         self.stats.fragments_in += 1;
@@ -87,7 +112,7 @@ impl Stack {
         }
     }
 
-    pub(super) fn handle_v6(&mut self, now: Instant, packet: &[u8]) {
+    pub(super) fn handle_v6(&mut self, now: Instant, packet: &[u8], coalesced: Option<u16>) {
         let Ok(ip) = ipv6::Ipv6Packet::new_checked(packet) else {
             self.stats.malformed += 1;
             return;
@@ -104,7 +129,13 @@ impl Stack {
             None => match layout.upper {
                 Some((6, off)) => {
                     let seg = packet.get(off..end).unwrap_or(&[]);
-                    self.handle_tcp(now, src, dst, seg, ecn);
+                    let info = IpInfo {
+                        rcp: None,
+                        xcp: None,
+                        ecn,
+                        coalesced,
+                    };
+                    self.handle_tcp_with(now, src, dst, seg, info);
                 }
                 _ => self.stats.not_tcp += 1,
             },
@@ -179,6 +210,7 @@ impl Stack {
             rcp: None,
             xcp: None,
             ecn,
+            coalesced: None,
         };
         self.handle_tcp_with(now, src, dst, seg, info);
     }
@@ -195,12 +227,17 @@ impl Stack {
         seg: &[u8],
         info: IpInfo,
     ) {
-        let IpInfo { rcp, xcp, ecn } = info;
+        let IpInfo {
+            rcp,
+            xcp,
+            ecn,
+            coalesced,
+        } = info;
         let Ok(pkt) = TcpPacket::new_checked(seg) else {
             self.stats.malformed += 1;
             return;
         };
-        if !pkt.verify_checksum(pseudo(src, dst, seg.len())) {
+        if coalesced.is_none() && !pkt.verify_checksum(pseudo(src, dst, seg.len())) {
             self.stats.bad_checksum += 1;
             return;
         }
@@ -219,7 +256,10 @@ impl Stack {
                 if let Some(opt) = xcp {
                     conn.on_xcp_option(now, opt);
                 }
-                conn.handle_segment_ecn(now, &repr, payload, ecn);
+                match coalesced {
+                    Some(n) => conn.handle_segments_ecn(now, &repr, payload, ecn, n),
+                    None => conn.handle_segment_ecn(now, &repr, payload, ecn),
+                }
             }
             return;
         }

@@ -81,7 +81,8 @@ pub enum ConnectError {
 /// Stack-level counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StackStats {
-    /// Packets given to `handle_packet`.
+    /// Packets given to `handle_packet`, and the segments of those given
+    /// to `handle_coalesced`.
     pub packets_in: u64,
     /// Packets produced by `poll_transmit`.
     pub packets_out: u64,
@@ -150,6 +151,10 @@ struct IpInfo {
     rcp: Option<RcpOption>,
     xcp: Option<XcpOption>,
     ecn: Ecn,
+    /// The packet is a super-segment the device coalesced from this many
+    /// segments ([`Stack::handle_coalesced`]): its TCP checksum is the
+    /// kernel's partial one and is not verified. `None` for a plain packet.
+    coalesced: Option<u16>,
 }
 
 impl Stack {

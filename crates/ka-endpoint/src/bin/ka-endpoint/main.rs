@@ -124,7 +124,7 @@ async fn recv(a: RecvArgs) -> anyhow::Result<()> {
                 tracing::info!(%peer, "accepted");
                 if a.once {
                     tokio::select! {
-                        r = serve(stream, json, out.as_mut()) => r?,
+                        r = serve(&stack, stream, json, out.as_mut()) => r?,
                         _ = &mut signal => {
                             tracing::info!("interrupted; stopping");
                             return Ok(());
@@ -136,8 +136,9 @@ async fn recv(a: RecvArgs) -> anyhow::Result<()> {
                     log_driver_stats(&stack);
                     return Ok(());
                 }
+                let stack = stack.clone();
                 tasks.spawn(async move {
-                    if let Err(e) = serve(stream, json, None).await {
+                    if let Err(e) = serve(&stack, stream, json, None).await {
                         tracing::warn!(%peer, "flow failed: {e:#}");
                     }
                 });
@@ -149,6 +150,7 @@ async fn recv(a: RecvArgs) -> anyhow::Result<()> {
 
 /// Reads one connection to EOF (into `out` if given), then reports it.
 async fn serve(
+    stack: &KaStack,
     mut stream: KaStream,
     json: bool,
     mut out: Option<&mut std::fs::File>,
@@ -180,7 +182,7 @@ async fn serve(
     if flow.bytes != total {
         tracing::warn!(read = total, counted = flow.bytes, "byte counts differ");
     }
-    report::print(json, Role::Recv, local, peer, &flow);
+    report::print(json, Role::Recv, local, peer, &flow, &stack.stats());
     // closing our direction happens on drop (FIN)
     Ok(())
 }
@@ -229,7 +231,14 @@ async fn send(a: SendArgs) -> anyhow::Result<()> {
     let flow = stats
         .send_summary()
         .context("the transfer ended without our FIN being acknowledged")?;
-    report::print(a.common.json, Role::Send, local, peer, &flow);
+    report::print(
+        a.common.json,
+        Role::Send,
+        local,
+        peer,
+        &flow,
+        &stack.stats(),
+    );
     tracing::debug!(conn = ?stats.conn, "final counters");
     for mc in &stats.mode_changes {
         tracing::debug!(at = ?mc.at.saturating_duration_since(stats.opened), from = ?mc.from, to = ?mc.to,

@@ -1,7 +1,7 @@
 //! Per-flow reports: one human line, or one JSON object with `--json`.
 
 use ka_codec::units::{ByteSize, Rate};
-use ka_endpoint::driver::FlowSummary;
+use ka_endpoint::driver::{DriverStats, FlowSummary};
 use std::net::SocketAddr;
 
 /// Which direction a flow went.
@@ -22,8 +22,15 @@ impl Role {
     }
 }
 
-/// A finished flow as one JSON object (the `--json` schema).
-pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -> serde_json::Value {
+/// A finished flow as one JSON object (the `--json` schema), with the
+/// driver's I/O counters `io` (the whole stack's, as of the flow's end).
+pub fn json(
+    role: Role,
+    local: SocketAddr,
+    peer: SocketAddr,
+    f: &FlowSummary,
+    io: &DriverStats,
+) -> serde_json::Value {
     serde_json::json!({
         "role": role.as_str(),
         "local": local.to_string(),
@@ -42,6 +49,11 @@ pub fn json(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) ->
         "ecn": f.ecn,
         "ece_reactions": f.ece_reactions,
         "ce_received": f.ce_received,
+        "packets_in": io.packets_in,
+        "gro_reads": io.gro_reads,
+        "packets_out": io.packets_out,
+        "gso_writes": io.gso_writes,
+        "gso_segments": io.gso_segments,
     })
 }
 
@@ -87,10 +99,18 @@ pub fn human(role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) -
     s
 }
 
-/// Prints a finished flow in the chosen format.
-pub fn print(json_out: bool, role: Role, local: SocketAddr, peer: SocketAddr, f: &FlowSummary) {
+/// Prints a finished flow in the chosen format (the driver's I/O counters
+/// `io` in the JSON object only).
+pub fn print(
+    json_out: bool,
+    role: Role,
+    local: SocketAddr,
+    peer: SocketAddr,
+    f: &FlowSummary,
+    io: &DriverStats,
+) {
     if json_out {
-        println!("{}", json(role, local, peer, f));
+        println!("{}", json(role, local, peer, f, io));
     } else {
         println!("{}", human(role, local, peer, f));
     }
@@ -120,11 +140,21 @@ mod tests {
         }
     }
 
+    fn io() -> DriverStats {
+        DriverStats {
+            packets_in: 300,
+            packets_out: 7000,
+            gso_writes: 120,
+            gso_segments: 6500,
+            ..DriverStats::default()
+        }
+    }
+
     #[test]
     fn json_has_the_documented_fields() {
         let a: SocketAddr = "10.0.0.1:40000".parse().unwrap();
         let b: SocketAddr = "10.0.0.2:5001".parse().unwrap();
-        let v = json(Role::Send, a, b, &flow());
+        let v = json(Role::Send, a, b, &flow(), &io());
         assert_eq!(v["bytes"], 10_000_000);
         assert_eq!(v["fct_s"], 4.0);
         assert_eq!(v["goodput_bps"], 20e6);
@@ -135,6 +165,9 @@ mod tests {
         assert_eq!(v["role"], "send");
         assert_eq!(v["ecn"], false);
         assert_eq!(v["xcp_enabled"], false);
+        assert_eq!(v["packets_out"], 7000);
+        assert_eq!(v["gso_writes"], 120);
+        assert_eq!(v["gso_segments"], 6500);
         let h = human(Role::Send, a, b, &flow());
         assert!(
             h.contains("10.00 MB") && h.contains("20.00 Mbit/s") && h.contains("75.0 %"),
@@ -147,7 +180,7 @@ mod tests {
             ce_received: 1,
             ..flow()
         };
-        assert_eq!(json(Role::Send, a, b, &ecn)["ece_reactions"], 2);
+        assert_eq!(json(Role::Send, a, b, &ecn, &io())["ece_reactions"], 2);
         assert!(human(Role::Send, a, b, &ecn).ends_with(" [ECN: 2 reactions]"));
         assert!(human(Role::Recv, b, a, &ecn).ends_with(" [ECN: 1 CE mark]"));
         assert!(h.ends_with("[KA negotiated]"), "{h}");
@@ -157,6 +190,6 @@ mod tests {
             ..flow()
         };
         assert!(human(Role::Send, a, b, &xcp).ends_with("[XCP negotiated]"));
-        assert_eq!(json(Role::Send, a, b, &xcp)["xcp_enabled"], true);
+        assert_eq!(json(Role::Send, a, b, &xcp, &io())["xcp_enabled"], true);
     }
 }
