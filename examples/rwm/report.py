@@ -222,17 +222,19 @@ def main():
             fct_table(f"Fig. 5 — the slowest of each set of {n} (s):", maxes, rtts, n)
     if a.svg:
         os.makedirs(a.svg, exist_ok=True)
+        written = []
         for n, name in ((1, "fig3a"), (4, "fig3b")):
             if n in ns:
-                box_svg(os.path.join(a.svg, f"{name}.svg"),
+                written.append(os.path.join(a.svg, f"{name}.svg"))
+                box_svg(written[-1],
                         f"FCT, {n} transfer{'s' if n > 1 else ''} starting together",
                         flows, rtts, n, "flow completion time (s)")
         if 4 in ns:
-            box_svg(os.path.join(a.svg, "fig5.svg"), "Slowest of each set of four",
+            written.append(os.path.join(a.svg, "fig5.svg"))
+            box_svg(written[-1], "Slowest of each set of four",
                     maxes, rtts, 4, "max flow completion time (s)")
         print()
-        print(f"box plots: {a.svg}/fig3a.svg, fig3b.svg, fig5.svg")
-
+        print("box plots: " + ", ".join(written))
 
 if __name__ == "__main__":
     main()
