@@ -4,12 +4,15 @@ testbed) or examples/rwm/sim.sh (ka-sim): the RWM seed's Table I, Fig. 3
 (FCT of every transfer per RTT, four boxes per RTT) and Fig. 5 (the slowest
 of each set of four), with the seed's numbers beside ours.
 
-  examples/rwm/report.py RESULTS [--svg DIR]
+  examples/rwm/report.py RESULTS [--svg DIR] [--compare OTHER]
 
 --svg DIR writes DIR/fig3a.svg (one transfer), DIR/fig3b.svg (four) and
 DIR/fig5.svg in the seed's style: boxes from the 25th to the 75th
 percentile, the median as a line, whiskers to the farthest point within
 1.5 IQR, points beyond as dots. Plain SVG, no plotting library.
+--compare OTHER (e.g. RESULTS from run.sh, OTHER from sim.sh) adds, per
+combination both hold, the median FCT and mean ping RTT of each and
+RESULTS' median over OTHER's.
 """
 import argparse
 import collections
@@ -166,10 +169,29 @@ def box_svg(path, title, data, rtts, n, ylabel):
         f.write("\n".join(out) + "\n")
 
 
+def compare(name, flows, pings, other):
+    oflows, _, opings, _ = load(other)
+    print()
+    print(f"{name} against {other}: median FCT (s), ratio, and mean ping RTT (ms) "
+          "per combination")
+    print()
+    print("| RTT | flows | variant | median FCT | other | ratio | ping mean | other |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    for key in sorted(set(flows) & set(oflows),
+                      key=lambda k: (k[1], k[0], VARIANTS.index(k[2]))):
+        rtt, n, var = key
+        m, o = statistics.median(flows[key]), statistics.median(oflows[key])
+        p, op = pings.get(key), opings.get(key)
+        print(f"| {rtt} ms | {n} | {NAMES[var]} | {m:.2f} | {o:.2f} | {m / o:.2f} | "
+              f"{statistics.mean(p) if p else float('nan'):.1f} | "
+              f"{statistics.mean(op) if op else float('nan'):.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
     ap.add_argument("--svg", metavar="DIR", help="write fig3a.svg, fig3b.svg, fig5.svg here")
+    ap.add_argument("--compare", metavar="OTHER", help="results of the other setup")
     a = ap.parse_args()
     flows, maxes, pings, idle = load(a.results)
     rtts = sorted({k[0] for k in flows})
@@ -220,6 +242,8 @@ def main():
     for n in ns:
         if n > 1:
             fct_table(f"Fig. 5 — the slowest of each set of {n} (s):", maxes, rtts, n)
+    if a.compare:
+        compare(a.results, flows, pings, a.compare)
     if a.svg:
         os.makedirs(a.svg, exist_ok=True)
         written = []
