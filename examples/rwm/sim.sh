@@ -7,13 +7,15 @@
 #                       [--rtts "20 60 100 140"] [--flows "1 4"]
 #                       [--variants "none exact minus plus"]
 #                       [--jitter 3ms] [--jitter-on data|acks|both]
-#                       [--out results.txt] [--svg DIR] [--jobs 2]
+#                       [--queue-ms 50] [--out results.txt] [--svg DIR] [--jobs 2]
 #
 # Per RTT, flow count, variant (none / minus / exact / plus, as in run.sh)
-# and seed 1..SEEDS: a dumbbell at RATE with a drop-tail queue of 50 ms
-# (833 packets at 200 Mbit/s, as run.sh), 10 Gbit/s access links (the
-# seed's server site), 60 MB endpoint buffers, N kernel-like CUBIC
-# transfers of PKTS full packets starting together (default 8 s of RATE:
+# and seed 1..SEEDS: a dumbbell at RATE with a drop-tail queue of
+# QUEUE_MS (833 packets at 200 Mbit/s, as run.sh), 10 Gbit/s access links (the
+# seed's server site), 60 MB endpoint buffers, N CUBIC transfers with
+# Linux's HyStart and 200 ms minimum RTO (the seed's senders run Linux's
+# CUBIC; ka-sim's defaults are RFC 6298's 1 s and no HyStart) of PKTS
+# full packets starting together (default 8 s of RATE:
 # the seed's 1 GB at its 1 Gbit/s; 138 122 · 1448 B = 200 MB at the
 # default rate), the bottleneck's data-direction delay line drawing each
 # packet's delay from its one-way delay ± JITTER (`impair = { jitter }`,
@@ -27,8 +29,8 @@
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
 RATE_MBPS=200 PKTS="" SEEDS=50 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG="" JOBS=2
-VARIANTS="none exact minus plus" JITTER=3ms JITTER_ON=data
-parse_options "rate-mbps pkts seeds rtts flows variants jitter jitter-on out svg jobs" "$@"
+VARIANTS="none exact minus plus" JITTER=3ms JITTER_ON=data QUEUE_MS=50
+parse_options "rate-mbps pkts seeds rtts flows variants jitter jitter-on queue-ms out svg jobs" "$@"
 DIR="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$(mktemp -t ka-rwm-sim.XXXXXX.txt)}"
 WORK="$(mktemp -d -t ka-rwm-sim.XXXXXX)"
@@ -36,7 +38,7 @@ trap 'rm -rf "$WORK"' EXIT
 release_build -p ka-sim --bin ka-sim
 # 8 s of the link in 1448-byte payloads (run.sh: RATE bytes).
 PKTS="${PKTS:-$(( RATE_MBPS * 1000000 / 1448 ))}"
-QUEUE=$(( RATE_MBPS * 1000000 / 8 / 20 / 1500 ))
+QUEUE=$(( RATE_MBPS * 1000000 / 8 * QUEUE_MS / 1000 / 1500 ))
 case $JITTER_ON in
     data) IMPAIR="impair = { jitter = \"$JITTER\" }" ;;
     acks) IMPAIR="reverse_impair = { jitter = \"$JITTER\" }" ;;
@@ -67,6 +69,8 @@ bin_s = 0.01
 
 [tcp]
 buffer_bytes = 62914560
+hystart = true
+min_rto_ms = 200.0
 
 [topology]
 kind = "dumbbell"
