@@ -4,7 +4,9 @@ testbed) or examples/rwm/sim.sh (ka-sim): the RWM seed's Table I, Fig. 3
 (FCT of every transfer per RTT, four boxes per RTT) and Fig. 5 (the slowest
 of each set of four), with the seed's numbers beside ours.
 
-  examples/rwm/report.py RESULTS [--svg DIR] [--compare OTHER]
+  examples/rwm/report.py RESULTS... [--svg DIR] [--compare OTHER]
+
+Several RESULTS files are pooled (the rounds of each stay separate sets).
 
 --svg DIR writes DIR/fig3a.svg (one transfer), DIR/fig3b.svg (four) and
 DIR/fig5.svg in the seed's style: boxes from the 25th to the 75th
@@ -38,25 +40,26 @@ def quartiles(v):
     return q[0], q[1], q[2]
 
 
-def load(path):
+def load(paths):
     flows = collections.defaultdict(list)  # (rtt, n, variant) -> [fct]
     runs = collections.defaultdict(list)   # (rtt, n, variant, round) -> [fct]
     pings = collections.defaultdict(list)  # (rtt, n, variant) -> [rtt samples]
     idle = collections.defaultdict(list)
-    for line in open(path):
-        f = line.split()
-        if not f:
-            continue
-        if f[0] == "flow":
-            rtt, n, var, rnd, _i, fct, _b = f[1:8]
-            key = (int(rtt), int(n), var)
-            flows[key].append(float(fct))
-            runs[key + (rnd,)].append(float(fct))
-        elif f[0] == "ping":
-            rtt, n, var, _rnd, idle_mean = f[1:6]
-            key = (int(rtt), int(n), var)
-            idle[key].append(float(idle_mean))
-            pings[key].extend(float(x) for x in f[6:])
+    for file, path in enumerate(paths):
+        for line in open(path):
+            f = line.split()
+            if not f:
+                continue
+            if f[0] == "flow":
+                rtt, n, var, rnd, _i, fct, _b = f[1:8]
+                key = (int(rtt), int(n), var)
+                flows[key].append(float(fct))
+                runs[key + ((file, rnd),)].append(float(fct))
+            elif f[0] == "ping":
+                rtt, n, var, _rnd, idle_mean = f[1:6]
+                key = (int(rtt), int(n), var)
+                idle[key].append(float(idle_mean))
+                pings[key].extend(float(x) for x in f[6:])
     maxes = collections.defaultdict(list)  # (rtt, n, variant) -> [max fct of a run]
     for (rtt, n, var, _), v in sorted(runs.items()):
         maxes[(rtt, n, var)].append(max(v))
@@ -170,7 +173,7 @@ def box_svg(path, title, data, rtts, n, ylabel):
 
 
 def compare(name, flows, pings, other):
-    oflows, _, opings, _ = load(other)
+    oflows, _, opings, _ = load([other])
     print()
     print(f"{name} against {other}: median FCT (s), ratio, and mean ping RTT (ms) "
           "per combination")
@@ -189,7 +192,7 @@ def compare(name, flows, pings, other):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results")
+    ap.add_argument("results", nargs="+")
     ap.add_argument("--svg", metavar="DIR", help="write fig3a.svg, fig3b.svg, fig5.svg here")
     ap.add_argument("--compare", metavar="OTHER", help="results of the other setup")
     a = ap.parse_args()
@@ -243,7 +246,7 @@ def main():
         if n > 1:
             fct_table(f"Fig. 5 — the slowest of each set of {n} (s):", maxes, rtts, n)
     if a.compare:
-        compare(a.results, flows, pings, a.compare)
+        compare(" + ".join(a.results), flows, pings, a.compare)
     if a.svg:
         os.makedirs(a.svg, exist_ok=True)
         written = []
