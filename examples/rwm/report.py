@@ -45,6 +45,7 @@ def load(paths):
     runs = collections.defaultdict(list)   # (rtt, n, variant, round) -> [fct]
     pings = collections.defaultdict(list)  # (rtt, n, variant) -> [rtt samples]
     idle = collections.defaultdict(list)
+    router = collections.defaultdict(list)  # (rtt, n, variant) -> [(sojourn ms, drops)]
     for file, path in enumerate(paths):
         for line in open(path):
             f = line.split()
@@ -60,10 +61,13 @@ def load(paths):
                 key = (int(rtt), int(n), var)
                 idle[key].append(float(idle_mean))
                 pings[key].extend(float(x) for x in f[6:])
+            elif f[0] == "router":
+                rtt, n, var, _rnd, soj, drops = f[1:7]
+                router[(int(rtt), int(n), var)].append((float(soj), float(drops)))
     maxes = collections.defaultdict(list)  # (rtt, n, variant) -> [max fct of a run]
     for (rtt, n, var, _), v in sorted(runs.items()):
         maxes[(rtt, n, var)].append(max(v))
-    return flows, maxes, pings, idle
+    return flows, maxes, pings, idle, router
 
 
 def gain(data, rtt, n, var):
@@ -173,7 +177,7 @@ def box_svg(path, title, data, rtts, n, ylabel):
 
 
 def compare(name, flows, pings, other):
-    oflows, _, opings, _ = load([other])
+    oflows, _, opings, _, _ = load([other])
     print()
     print(f"{name} against {other}: median FCT (s), ratio, and mean ping RTT (ms) "
           "per combination")
@@ -196,7 +200,7 @@ def main():
     ap.add_argument("--svg", metavar="DIR", help="write fig3a.svg, fig3b.svg, fig5.svg here")
     ap.add_argument("--compare", metavar="OTHER", help="results of the other setup")
     a = ap.parse_args()
-    flows, maxes, pings, idle = load(a.results)
+    flows, maxes, pings, idle, router = load(a.results)
     rtts = sorted({k[0] for k in flows})
     ns = sorted({k[1] for k in flows})
 
@@ -245,6 +249,21 @@ def main():
     for n in ns:
         if n > 1:
             fct_table(f"Fig. 5 — the slowest of each set of {n} (s):", maxes, rtts, n)
+    if router:
+        print()
+        print("The router's data direction (run.sh): mean queueing delay (ms) / drops, "
+              "mean per run")
+        print()
+        print("| RTT | flows | " + " | ".join(NAMES[v] for v in VARIANTS) + " |")
+        print("|---:|---:|" + "---:|" * len(VARIANTS))
+        for n in ns:
+            for rtt in rtts:
+                cells = []
+                for var in VARIANTS:
+                    v = router.get((rtt, n, var))
+                    cells.append(f"{statistics.mean(x[0] for x in v):.1f} / "
+                                 f"{statistics.mean(x[1] for x in v):.0f}" if v else "–")
+                print(f"| {rtt} ms | {n} | " + " | ".join(cells) + " |")
     if a.compare:
         compare(" + ".join(a.results), flows, pings, a.compare)
     if a.svg:
