@@ -36,8 +36,16 @@ fn fig2_once_per_rtt_keeps_the_verdicts_with_ten_times_fewer_signals() {
         assert_eq!(get(pkt).hops[0].forward.signals_skipped, 0);
     }
     let claims = exp.claims(&results);
-    assert_eq!(claims.len(), 4 * 3 + 2);
-    for c in &claims {
+    assert_eq!(claims.len(), 4 * 4 + 2);
+    // Fig. 2's "utilisation >= 98 %" does not hold with the core's default
+    // gains, signalled per packet or per RTT alike (DESIGN §3.5.1): the
+    // verdict that must be kept there is the per-packet variant's.
+    let full = |c: &&ka_sim::paper::claims::Claim| c.what.contains(">= 98 %");
+    for c in claims.iter().filter(|c| !full(c)) {
         assert!(c.pass, "{}", c.line());
     }
+    let full_verdicts: Vec<bool> = claims.iter().filter(full).map(|c| c.pass).collect();
+    assert_eq!(full_verdicts.len(), 4);
+    assert_eq!(full_verdicts[0], full_verdicts[1], "ka vs ka-rtt");
+    assert_eq!(full_verdicts[2], full_verdicts[3], "rcp vs rcp-rtt");
 }
