@@ -27,7 +27,7 @@
 mod netns_common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -92,17 +92,7 @@ fn competitor_sender(
     bytes: Option<u64>,
 ) {
     use rustix::net::sockopt;
-    let end = Instant::now() + Duration::from_secs(15);
-    let mut c = loop {
-        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
-            Ok(c) => break c,
-            Err(e) if Instant::now() < end => {
-                eprintln!("connect {to}: {e}; retrying");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => panic!("connect {to}: {e}"),
-        }
-    };
+    let mut c = harness::connect_retrying(to);
     sockopt::set_tcp_congestion(&c, &cc).expect("TCP_CONGESTION");
     assert_eq!(sockopt::tcp_congestion(&c).expect("TCP_CONGESTION"), cc);
     if !df {

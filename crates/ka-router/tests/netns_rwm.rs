@@ -64,20 +64,6 @@ fn jain(v: &[f64]) -> f64 {
     s * s / (v.len() as f64 * s2)
 }
 
-/// `[1732112233.123456] 64 bytes from …: icmp_seq=3 ttl=63 time=20.3 ms`
-/// → (receive time since the epoch, RTT in ms).
-fn ping_line(l: &str) -> Option<(f64, f64)> {
-    let ts = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
-    let rtt = l
-        .split("time=")
-        .nth(1)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some((ts, rtt))
-}
-
 fn epoch_s() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -122,7 +108,9 @@ fn run(tb: &mut Testbed, extra: &[&str], bytes: u64) -> Run {
     let mut ping = Proc::spawn("ping", cmd);
     // Five replies on the idle path first: the base RTT as ping sees it.
     for _ in 0..5 {
-        ping.stdout_line(Duration::from_secs(10), |l| ping_line(l).is_some());
+        ping.stdout_line(Duration::from_secs(10), |l| {
+            netns_common::harness::ping_line(l).is_some()
+        });
     }
     let start = epoch_s();
     let mut senders = cubic_senders(tb, FLOWS, bytes);
@@ -137,7 +125,10 @@ fn run(tb: &mut Testbed, extra: &[&str], bytes: u64) -> Run {
     );
     let lines = ping.stdout_so_far();
     drop(ping);
-    let parsed: Vec<(f64, f64)> = lines.iter().filter_map(|l| ping_line(l)).collect();
+    let parsed: Vec<(f64, f64)> = lines
+        .iter()
+        .filter_map(|l| netns_common::harness::ping_line(l))
+        .collect();
     let pings: Vec<f64> = parsed
         .iter()
         .filter(|(t, _)| (from..=to).contains(t))

@@ -102,20 +102,6 @@ fn forge() {
     netns_common::harness::say(format!("RESULT at={at} port={port} seq={ack}"));
 }
 
-/// `[1732112233.123456] 64 bytes from …: icmp_seq=3 ttl=63 time=20.3 ms`
-/// → (receive time since the epoch, RTT in ms).
-fn ping_line(l: &str) -> Option<(f64, f64)> {
-    let ts = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
-    let rtt = l
-        .split("time=")
-        .nth(1)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some((ts, rtt))
-}
-
 #[test]
 fn forged_rsts_leave_rwm_modulating() {
     let _serial = netns_common::serial();
@@ -153,7 +139,9 @@ fn forged_rsts_leave_rwm_modulating() {
     cmd.args(["-D", "-n", "-i", "0.05", &ADDR_B.to_string()]);
     let mut ping = Proc::spawn("ping", cmd);
     for _ in 0..5 {
-        ping.stdout_line(Duration::from_secs(10), |l| ping_line(l).is_some());
+        ping.stdout_line(Duration::from_secs(10), |l| {
+            netns_common::harness::ping_line(l).is_some()
+        });
     }
     let mut forger = Proc::role(&tb, Side::A, "forge", &[]);
     let bytes = 40_000_000u64;
@@ -166,7 +154,7 @@ fn forged_rsts_leave_rwm_modulating() {
     // returns
     let t = Instant::now();
     ping.stdout_line(Duration::from_secs(10), |l| {
-        ping_line(l).is_some_and(|(ts, _)| ts > at + 0.1)
+        netns_common::harness::ping_line(l).is_some_and(|(ts, _)| ts > at + 0.1)
     });
     let before = scrape_metrics(&metrics);
     eprintln!(
@@ -186,7 +174,10 @@ fn forged_rsts_leave_rwm_modulating() {
     let exit = tb.stop_router().unwrap();
     assert!(exit.status.success(), "router: {}", exit.stderr);
     eprintln!("{}", exit.stdout.trim());
-    let parsed: Vec<(f64, f64)> = lines.iter().filter_map(|l| ping_line(l)).collect();
+    let parsed: Vec<(f64, f64)> = lines
+        .iter()
+        .filter_map(|l| netns_common::harness::ping_line(l))
+        .collect();
     let pings: Vec<f64> = parsed
         .iter()
         .filter(|(ts, _)| *ts > at + 0.2 && *ts < end - 0.2)

@@ -22,7 +22,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 pub use ka_router::shell::testbed::{Side, Testbed};
@@ -193,17 +193,7 @@ fn kernel_receiver(listen: SocketAddr) {
 /// Connects (retrying while the far side comes up), sends `bytes` of
 /// [`harness::Payload`], half-closes, waits for the peer's close.
 fn kernel_sender(to: SocketAddr, bytes: usize) {
-    let end = Instant::now() + Duration::from_secs(15);
-    let mut c = loop {
-        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
-            Ok(c) => break c,
-            Err(e) if Instant::now() < end => {
-                eprintln!("connect {to}: {e}; retrying");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => panic!("connect {to}: {e}"),
-        }
-    };
+    let mut c = harness::connect_retrying(to);
     c.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     // an explicit congestion control (`cc`, e.g. `cubic`: a namespace may

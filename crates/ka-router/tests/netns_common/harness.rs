@@ -466,3 +466,33 @@ pub fn free_local_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
+
+/// `[1732112233.123456] 64 bytes from …: icmp_seq=3 ttl=63 time=20.3 ms`
+/// (a line of `ping -D`) → (receive time since the epoch, RTT in ms).
+pub fn ping_line(l: &str) -> Option<(f64, f64)> {
+    let ts = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
+    let rtt = l
+        .split("time=")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((ts, rtt))
+}
+
+/// Connects to `to`, retrying every 100 ms for up to 15 s while the far
+/// side comes up; panics (failing the role) after that.
+pub fn connect_retrying(to: SocketAddr) -> TcpStream {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
+            Ok(c) => return c,
+            Err(e) if Instant::now() < end => {
+                eprintln!("connect {to}: {e}; retrying");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("connect {to}: {e}"),
+        }
+    }
+}
