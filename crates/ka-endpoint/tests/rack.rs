@@ -378,3 +378,56 @@ fn a_spurious_ka_exit_is_undone() {
         net.elapsed()
     );
 }
+
+/// Two duplicates of different old segments read in one batch (as a
+/// receiver reads under load, or through GRO) are each reported: one DSACK
+/// per ACK (RFC 2883), so the sender counts both. With a single pending
+/// report the second replaced the first, and a sender waiting for every
+/// retransmitted byte to be DSACKed before it undoes a KA exit
+/// (`a_spurious_ka_exit_is_undone`) stayed in TCP mode (measured on the
+/// reordering testbed: 1.8 s instead of one RTT).
+#[test]
+fn every_duplicate_of_a_batch_is_dsacked() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    // no serialisation: packets that enter the link together leave it
+    // together
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 5);
+    // keep copies of the 10th and 20th data packets as they leave A
+    let copies: Rc<std::cell::RefCell<Vec<Vec<u8>>>> = Rc::default();
+    let keep = copies.clone();
+    let n = Rc::new(Cell::new(0u64));
+    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
+        if pkt.len() > 1000 {
+            let i = n.get();
+            n.set(i + 1);
+            if i == 10 || i == 20 {
+                keep.borrow_mut().push(pkt.to_vec());
+            }
+        }
+        false
+    })));
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(3_000_000, 9), false);
+    let got = net.run_until(Duration::from_secs(10), |n| {
+        n.a.conn(h).is_some_and(|c| c.stats().bytes_acked > 200_000)
+    });
+    assert!(got, "the transfer did not get going");
+    let before = net.a.conn(h).expect("sender").stats();
+    assert_eq!(before.spurious_retransmits, 0, "{before:?}");
+    let old = copies.borrow().clone();
+    assert_eq!(old.len(), 2);
+    // both enter the link at the same instant: B reads them in one batch
+    let hops = net.ab.hops.len();
+    for p in old {
+        net.inject(Side::A, hops, p);
+    }
+    net.run_for(Duration::from_millis(100));
+    let after = net.a.conn(h).expect("sender").stats();
+    assert_eq!(
+        after.spurious_retransmits - before.spurious_retransmits,
+        2,
+        "both duplicates reported: {after:?}"
+    );
+    assert_eq!(after.retransmits, 0, "{after:?}");
+}

@@ -106,6 +106,16 @@ impl Connection {
             .is_some_and(|(tsval, _)| ts_lt(tsval, self.ts_recent));
         if self.ts_ok && seg_len > 0 && flags & RST == 0 && old_ts {
             self.ack_now = true;
+            // The part already received is a duplicate: report it (DSACK,
+            // RFC 2883; Linux's `tcp_send_dupack` does the same). A late
+            // original that arrives after its retransmission carries the
+            // older timestamp and lands here; without the report a sender
+            // that undoes on DSACKs (`conn::ka_undo`) never learns the
+            // retransmission was spurious.
+            let end = (seq + payload.len() as u64).min(self.rcv_nxt);
+            if self.sack_ok && !payload.is_empty() && seq < end {
+                self.note_dsack(seq, end);
+            }
             return;
         }
 
@@ -588,18 +598,9 @@ impl Connection {
         self.set_rto_timer(now);
     }
 
-    /// Records `[l, r)` for the next ACK's DSACK block. A duplicate that
-    /// touches or overlaps the one still waiting extends it (RFC 2883
-    /// allows one block for a contiguous duplicate range): several
-    /// duplicates read in one batch before the ACK goes out are then all
-    /// reported, where the last used to replace the others — and a sender
-    /// that undoes a spurious retransmission on DSACKs (`conn::ka`) needs
-    /// to hear of every one.
+    /// Records `[l, r)` for a DSACK block (`conn::dsack`).
     fn note_dsack(&mut self, l: u64, r: u64) {
-        self.pending_dsack = Some(match self.pending_dsack {
-            Some((pl, pr)) if l <= pr && pl <= r => (pl.min(l), pr.max(r)),
-            _ => (l, r),
-        });
+        self.pending_dsack.note(l, r);
     }
 
     fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8]) {

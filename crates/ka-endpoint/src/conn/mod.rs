@@ -42,6 +42,7 @@ mod ecn;
 mod handshake;
 
 use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_shift};
+mod dsack;
 mod input;
 mod ka;
 mod ka_undo;
@@ -145,9 +146,9 @@ pub struct Connection {
     dupacks: u32,
     /// RACK loss detection (with SACK; see `rack`).
     rack: rack::RackState,
-    /// Receiver: the range of the last duplicate segment, reported in the
-    /// first SACK block of the next ACK (DSACK, RFC 2883).
-    pending_dsack: Option<(u64, u64)>,
+    /// Receiver: duplicate segments, each reported in the first SACK block
+    /// of an ACK of its own (DSACK, RFC 2883; `conn::dsack`).
+    pending_dsack: dsack::DsackQueue,
     force_retransmit: bool,
     retries: u32,
     syn_retries: u32,
@@ -276,7 +277,7 @@ impl Connection {
             recover_guard: 0,
             dupacks: 0,
             rack: rack::RackState::default(),
-            pending_dsack: None,
+            pending_dsack: dsack::DsackQueue::default(),
             force_retransmit: false,
             retries: 0,
             syn_retries: 0,

@@ -168,10 +168,10 @@ impl Connection {
         o.ka_rate = self.ka.echo();
         o.rcp_echo = self.ka.rcp_echo();
         o.xcp_echo = self.xcp_echo();
-        if self.sack_ok && (self.rcvbuf.has_ooo() || self.pending_dsack.is_some()) {
+        if self.sack_ok && (self.rcvbuf.has_ooo() || !self.pending_dsack.is_empty()) {
             let mut blocks = SackBlocks::new();
             let mut room = 4;
-            if let Some((l, r)) = self.pending_dsack {
+            if let Some((l, r)) = self.pending_dsack.front() {
                 blocks.push(self.wire_rcv(l), self.wire_rcv(r));
                 room -= 1;
             }
@@ -479,9 +479,10 @@ impl Connection {
             self.xcp_echo_sent();
         }
         if has_ack {
-            self.pending_dsack = None;
+            // one DSACK range per ACK: another waiting one is owed at once
+            let more_dsacks = self.pending_dsack.pop_front();
             self.last_ack_sent = self.rcv_nxt;
-            self.ack_now = false;
+            self.ack_now = more_dsacks;
             self.delack_at = None;
             self.unacked_segs = 0;
         }
