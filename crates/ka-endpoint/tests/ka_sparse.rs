@@ -133,3 +133,46 @@ fn an_interval_longer_than_the_rtt_settles_in_ka_mode() {
     assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
     assert!(changes.len() <= 5, "settled after a few gaps: {changes:?}");
 }
+
+/// Two hosts 0.1 ms apart (RTT indicator 0): the router signals the flow
+/// once per 1 ms, ten srtts (DESIGN §3.9), and the sender's allowance,
+/// never capped below 2 ms, keeps it in KA mode once the gaps are seen
+/// (capped at 2 srtt it left KA mode between every two signals).
+#[test]
+fn a_sub_millisecond_flow_signalled_once_per_millisecond_stays_in_ka_mode() {
+    let one_way = Duration::from_micros(50);
+    let mut net = Net::default_pair(one_way, 34);
+    let now = net.now;
+    let mut pc = PortConfig::new(1_000_000_000);
+    pc.initial_rtt = 2 * one_way;
+    pc.stamp_every = StampEvery::Rtt;
+    net.ab.hops.push(Hop::port(pc, now));
+    for p in [&mut net.ab, &mut net.ba] {
+        p.impair.rate_bps = Some(1_000_000_000);
+    }
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(60_000_000, 8), false);
+    net.run_for(Duration::from_millis(500));
+    let changes = net.mode_changes(h);
+    let late: Vec<_> = changes
+        .iter()
+        .filter(|(t, _)| *t >= Duration::from_millis(100))
+        .collect();
+    assert!(late.is_empty(), "mode changes after 100 ms: {late:?}");
+    let c = net.a.conn(h).unwrap();
+    assert_eq!(c.mode(), Mode::Ka);
+    let st = c.stats();
+    assert!(
+        st.srtt.unwrap() < Duration::from_millis(1),
+        "srtt {:?}",
+        st.srtt
+    );
+    let pc = net.port(0).snapshot().counters;
+    // about one signal per ms plus the code changes, not one per packet
+    assert!(
+        pc.fragments_made * 5 < pc.signals_skipped,
+        "{} signals, {} skipped",
+        pc.fragments_made,
+        pc.signals_skipped
+    );
+}

@@ -32,7 +32,9 @@
 //!   code changes, and such a short gap says nothing about the next). A flow signalled once
 //!   per srtt thus falls back after about `2·srtt + srtt/16` without a
 //!   signal, and a router that stops signalling is still noticed within
-//!   three srtts.
+//!   three srtts. Below 1 ms of srtt the cap is 2 ms instead
+//!   ([`SPARSE_MIN_CAP`]): a router signals a flow that announced RTT
+//!   indicator 0 once per 1 ms, not once per its srtt.
 //!
 //! The streak ends after [`DENSE_RUN`] fresh signals in a row that each
 //! follow fewer stale segments (the router signals every packet again).
@@ -46,6 +48,14 @@ pub const SPARSE_STALE_ACKS: u32 = 2;
 
 /// Sparse fresh signals before the allowance applies.
 pub const SPARSE_STREAK: u8 = 2;
+
+/// The least the allowance may grow to, whatever the srtt: the top of RTT
+/// indicator class 0 (RTT < 2 ms). A router cannot tell a flow that
+/// announced k = 0 apart by its RTT and signals it once per 1 ms (DESIGN
+/// §3.9), which for a sender at 0.1 ms is ten srtts: capped at 2 srtt the
+/// allowance would send such a flow to TCP mode between every two signals.
+/// A router that stops signalling is then noticed within srtt + 2 ms.
+pub const SPARSE_MIN_CAP: Duration = Duration::from_millis(2);
 
 /// Fresh signals in a row that are not sparse (each after fewer than
 /// [`SPARSE_STALE_ACKS`] stale segments) that end a streak: the router
@@ -85,7 +95,11 @@ impl Connection {
         if self.ka.sparse_streak < SPARSE_STREAK {
             return None;
         }
-        let cap = self.rtt.srtt_or_initial().saturating_mul(2);
+        let cap = self
+            .rtt
+            .srtt_or_initial()
+            .saturating_mul(2)
+            .max(SPARSE_MIN_CAP);
         self.ka.signal_gap.map(|g| g.min(cap))
     }
 }
