@@ -17,8 +17,8 @@
 //! set, Reno, and four KA flows beside four kernel flows. Knobs:
 //! `KA_LEGACY_BYTES` (bytes per subject flow), `KA_LEGACY_KIND` (the 4 + 4
 //! competitor), `KA_LEGACY_QUEUE` (the router's `--queue`),
-//! `KA_LEGACY_KA_CC` (the KA senders' `--cc`, NewReno by default: what they
-//! run in TCP mode). Numbers and
+//! `KA_LEGACY_KA_CC` (the KA senders' `--cc`, what they run in TCP mode;
+//! the endpoint's default, CUBIC, when unset). Numbers and
 //! commands: docs/RESULTS.md, "Legacy traffic". Needs root,
 //! `/dev/net/tun` and iproute2; skipped loudly otherwise.
 
@@ -283,29 +283,20 @@ fn run(tb: &Testbed, ka_to: &str, c: Competitor, subject: Subject, n: usize, byt
     match subject {
         Subject::Ka => {
             // `KA_LEGACY_KA_CC`: the KA senders' `--cc` (their TCP mode's
-            // congestion control; NewReno by default)
-            let cc = std::env::var("KA_LEGACY_KA_CC").unwrap_or_else(|_| "newreno".into());
+            // congestion control; the endpoint's default when unset)
+            let cc = std::env::var("KA_LEGACY_KA_CC").ok();
             let mut senders: Vec<Proc> = (0..n)
                 .map(|i| {
                     let (dev, cidr) = ka_sender_wiring(i);
-                    Proc::endpoint(
-                        tb,
-                        Side::A,
-                        &[
-                            "send",
-                            "--tun",
-                            &dev,
-                            "--addr",
-                            &cidr,
-                            "--to",
-                            ka_to,
-                            "--bytes",
-                            &bytes.to_string(),
-                            "--cc",
-                            &cc,
-                            "--json",
-                        ],
-                    )
+                    let bytes = bytes.to_string();
+                    let mut args = vec![
+                        "send", "--tun", &dev, "--addr", &cidr, "--to", ka_to, "--bytes", &bytes,
+                        "--json",
+                    ];
+                    if let Some(cc) = cc.as_deref() {
+                        args.extend(["--cc", cc]);
+                    }
+                    Proc::endpoint(tb, Side::A, &args)
                 })
                 .collect();
             for p in &mut senders {
