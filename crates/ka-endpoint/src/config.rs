@@ -202,6 +202,11 @@ pub struct TcpConfig {
     pub max_retransmits: u32,
     /// Offer SACK (RFC 2018). Default true.
     pub sack: bool,
+    /// Tail loss probes (RFC 8985 §7; `conn::tlp`): with SACK, probe two
+    /// srtts after the sender goes quiet with data in flight, so a lost
+    /// tail is repaired by RACK instead of the RTO. Default false (the
+    /// paper's ns-3 TCP has none); the `ka-endpoint` binary turns it on.
+    pub tlp: bool,
     /// Offer timestamps (RFC 7323). Default true.
     pub timestamps: bool,
     /// Offer window scaling (RFC 7323). Default true.
@@ -246,6 +251,7 @@ impl Default for TcpConfig {
             syn_retries: 6,
             max_retransmits: 15,
             sack: true,
+            tlp: false,
             timestamps: true,
             window_scale: true,
             challenge_acks_per_sec: 10,

@@ -431,3 +431,167 @@ fn every_duplicate_of_a_batch_is_dsacked() {
     );
     assert_eq!(after.retransmits, 0, "{after:?}");
 }
+
+/// Duplicates of out-of-order data (above a hole) in two separate
+/// out-of-order ranges, read in one batch: each DSACK goes out with the
+/// range holding it as the next SACK block (RFC 2883 §4), or the sender
+/// cannot tell it from an ordinary SACK and never counts it.
+#[test]
+fn duplicates_above_holes_are_dsacked_with_their_range() {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 9);
+    // segments are told apart by sequence number (IPv4 without options,
+    // TCP's at byte 24): holes at segments 30 and 32 (dropped the first
+    // time only), copies of 31 and 33 kept: sent within a few packets of
+    // each other, an RTT before the holes can be repaired
+    let copies: Rc<std::cell::RefCell<Vec<Vec<u8>>>> = Rc::default();
+    let keep = copies.clone();
+    let base: Rc<Cell<Option<u32>>> = Rc::default();
+    let dropped: Rc<Cell<u8>> = Rc::default();
+    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
+        let Some(&[a, b, c, d]) = pkt.get(24..28) else {
+            return false;
+        };
+        if pkt.len() <= 1000 {
+            return false;
+        }
+        let seq = u32::from_be_bytes([a, b, c, d]);
+        let k = seq.wrapping_sub(*base.get().get_or_insert(seq)) / 1448;
+        base.set(Some(base.get().unwrap_or(seq)));
+        if (k == 31 || k == 33) && keep.borrow().len() < 2 {
+            keep.borrow_mut().push(pkt.to_vec());
+        }
+        let hole = (k == 30 && dropped.get() & 1 == 0) || (k == 32 && dropped.get() & 2 == 0);
+        if hole {
+            dropped.set(dropped.get() | if k == 30 { 1 } else { 2 });
+        }
+        hole
+    })));
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(200_000, 10), false);
+    assert!(net.run_until(Duration::from_secs(5), |_| copies.borrow().len() == 2));
+    // both copies enter the link together, right behind the originals:
+    // they arrive in the same batch, before the holes are repaired
+    let hops = net.ab.hops.len();
+    for p in copies.borrow().clone() {
+        net.inject(Side::A, hops, p);
+    }
+    net.run_for(Duration::from_millis(300));
+    let hb = net.accepted(5001).expect("accepted");
+    assert_eq!(net.received(Side::B, hb).len(), 200_000);
+    let st = net.a.conn(h).expect("sender").stats();
+    assert_eq!(st.retransmits, 2, "the two holes: {st:?}");
+    assert_eq!(st.spurious_retransmits, 2, "both duplicates: {st:?}");
+}
+
+/// A hop that drops the data packets (longer than 1000 bytes) whose index
+/// (from 0) is in `ks`.
+fn drop_data(net: &mut Net, ks: &'static [u64]) {
+    let n = Rc::new(Cell::new(0u64));
+    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
+        if pkt.len() <= 1000 {
+            return false;
+        }
+        let i = n.get();
+        n.set(i + 1);
+        ks.contains(&i)
+    })));
+}
+
+/// A plain pair (KA off) with tail loss probes on or off, no serialisation
+/// (srtt ≈ the 20 ms path, well below the 200 ms minimum RTO).
+fn tlp_net(seed: u64, tlp: bool) -> Net {
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    tcp.tlp = tlp;
+    Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, seed)
+}
+
+/// The last two segments of a transfer are lost: nothing later arrives,
+/// so RACK alone cannot see it and the RTO (200 ms here) repairs them,
+/// collapsing the window. With tail loss probes (RFC 8985 §7) the sender
+/// resends the last segment two srtts after going quiet; its SACK lets
+/// RACK find the other one, and the transfer ends without an RTO.
+#[test]
+fn a_lost_tail_is_repaired_by_a_probe_not_the_rto() {
+    // 200 full segments; the 199th and 200th are dropped
+    const LEN: usize = 200 * 1448;
+    let run = |tlp: bool| {
+        let mut net = tlp_net(6, tlp);
+        drop_data(&mut net, &[198, 199]);
+        let (_, st) = transfer(&mut net, LEN, Duration::from_secs(10));
+        (net.elapsed(), st)
+    };
+    let (t_rto, without) = run(false);
+    let (t_tlp, with) = run(true);
+    eprintln!("without: {t_rto:?} {without:?}\nwith: {t_tlp:?} {with:?}");
+    assert_eq!(without.tlp_probes, 0);
+    assert!(without.rtos >= 1, "{without:?}");
+    assert_eq!(with.rtos, 0, "{with:?}");
+    assert_eq!(with.tlp_probes, 1, "{with:?}");
+    assert_eq!(with.fast_retransmits, 1, "RACK found the other: {with:?}");
+    // the probe comes 2 srtt (≈ 40 ms) after the last ACK, not one RTO
+    assert!(
+        t_tlp + Duration::from_millis(100) < t_rto,
+        "{t_tlp:?} with probes, {t_rto:?} without"
+    );
+}
+
+/// A probe whose original arrives too (the last segment was only late) is
+/// reported by a DSACK and is no loss: no RTO, no loss event.
+#[test]
+fn a_probe_for_a_late_tail_is_not_a_loss() {
+    let mut net = tlp_net(7, true);
+    // the last segment arrives 300 ms late, after the probe
+    net.ab.impair.late_data = vec![(199, Duration::from_millis(300))];
+    let (h, _) = transfer(&mut net, 200 * 1448, Duration::from_secs(10));
+    // until the late original has arrived and been DSACKed
+    net.run_for(Duration::from_millis(500));
+    let st = net.a.conn(h).expect("sender").stats();
+    assert_eq!(st.spurious_retransmits, 1, "the DSACK: {st:?}");
+    assert_eq!(st.tlp_probes, 1, "{st:?}");
+    assert_eq!(st.rtos, 0, "{st:?}");
+    assert_eq!(st.fast_retransmits, 0, "no loss event: {st:?}");
+    assert_eq!(st.tlp_recoveries, 0, "{st:?}");
+}
+
+/// The last segment of a burst is lost and the probe's retransmission
+/// alone repairs it: when the next burst's ACK goes beyond the probe with
+/// no DSACK for it, that was a loss, and the controller hears one
+/// (RFC 8985 §7.4, Linux's `tcp_process_tlp_ack`).
+#[test]
+fn a_loss_the_probe_alone_repaired_is_one_loss_event() {
+    let mut net = tlp_net(8, true);
+    drop_data(&mut net, &[9]);
+    let h = net.connect(5001);
+    let first = payload(10 * 1448, 3);
+    net.send_bulk(Side::A, h, first.clone(), false);
+    net.run_for(Duration::from_secs(1));
+    let hb = net.accepted(5001).expect("accepted");
+    assert_eq!(
+        net.received(Side::B, hb),
+        &first[..],
+        "the probe repaired it"
+    );
+    let st = net.a.conn(h).expect("sender").stats();
+    assert_eq!(
+        (st.tlp_probes, st.rtos, st.retransmits),
+        (1, 0, 1),
+        "{st:?}"
+    );
+    assert_eq!(st.tlp_recoveries, 0, "not judged before later data: {st:?}");
+    let cwnd_before = st.cwnd;
+    net.send_bulk(Side::A, h, payload(10 * 1448, 4), false);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.received(Side::B, hb).len(), 20 * 1448);
+    let st = net.a.conn(h).expect("sender").stats();
+    assert_eq!(st.tlp_recoveries, 1, "{st:?}");
+    assert_eq!(st.rtos, 0, "{st:?}");
+    assert!(
+        st.cwnd < cwnd_before,
+        "window cut: {} -> {}",
+        cwnd_before,
+        st.cwnd
+    );
+}

@@ -36,6 +36,35 @@ fn modern_is_the_endpoint_defaults() {
 }
 
 #[test]
+fn tail_loss_probes_are_a_knob_off_by_default() {
+    assert!(!TcpConfig::default().tlp, "the paper's ns-3 TCP has none");
+    let on = TcpKnobs {
+        tlp: Some(true),
+        ..TcpKnobs::default()
+    };
+    assert!(config(&on, None).tlp);
+    let text = ScenarioToml::new("p", 1.0)
+        .dumbbell(10.0, 100.0, 100, "droptail")
+        .group(
+            "tcp",
+            "tcp-newreno",
+            1,
+            0,
+            &on_off(0.5, [1.0, 10.0], 1.8, 3.0),
+        )
+        .text()
+        .replace("[topology]", "[tcp]\ntlp = true\n\n[topology]");
+    let s = Scenario::from_toml(&text).unwrap();
+    assert_eq!(s.tcp.tlp, Some(true));
+    // unset, it is not written back (scenario.toml of old runs unchanged)
+    assert!(
+        !toml::to_string(&TcpKnobs::default())
+            .unwrap()
+            .contains("tlp")
+    );
+}
+
+#[test]
 fn ns3_18_sets_the_old_defaults() {
     let t = config(
         &TcpKnobs {

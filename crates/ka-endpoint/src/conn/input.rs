@@ -328,6 +328,7 @@ impl Connection {
         }
 
         let outstanding_before = self.sb.outstanding();
+        let una_advanced = ack > self.snd_una;
         if ack > self.snd_una {
             let acked = self.sb.ack_to(ack);
             self.ka.last_acked_sent = acked.newest_sent.or(self.ka.last_acked_sent);
@@ -433,6 +434,7 @@ impl Connection {
             self.sb.mark_first_lost();
         }
         self.report_segments(now);
+        self.tlp_on_ack(now, una_advanced);
     }
 
     /// RACK marked segments lost: a loss event unless one is already being
@@ -512,6 +514,9 @@ impl Connection {
     }
 
     fn enter_recovery(&mut self, now: Instant) {
+        // the recovery repairs the tail: no probe during it, and an
+        // outstanding one is not judged afterwards
+        self.tlp_reset();
         let flight = self.sb.outstanding().saturating_sub(self.sb.sacked_bytes()) as usize;
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.stats.fast_retransmits += 1;
@@ -574,6 +579,7 @@ impl Connection {
             return;
         }
         self.stats.rtos += 1;
+        self.tlp_reset();
         let flight = self.sb.outstanding().saturating_sub(self.sb.sacked_bytes()) as usize;
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.ka_on_loss(now, true);

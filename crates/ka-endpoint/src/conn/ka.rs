@@ -661,8 +661,16 @@ impl Connection {
             return;
         }
         self.ka.last_loss = Some(now);
-        // a further congestion signal in the episode is not undone
-        self.ka.undo = None;
+        // A further congestion signal cancels a pending undo, except a
+        // further fast-retransmit loss with SACK: the undo then waits
+        // until every byte retransmitted since the KA exit is DSACKed,
+        // which a real loss never is (a second reordering right after the
+        // first used to cancel it and keep the flow in TCP mode for a
+        // second and more on the reordering testbed).
+        let keep = reason == ModeReason::Loss && self.sack_ok && self.ka.mode == Mode::Tcp;
+        if !keep {
+            self.ka.undo = None;
+        }
         if self.ka.mode == Mode::Ka {
             if reason == ModeReason::Loss && self.sack_ok {
                 self.ka.undo = Some(KaUndo {

@@ -15,7 +15,8 @@
 //! open (793/9293), MSS, window scale and timestamps (7323: RTTM for
 //! retransmitted segments, PAWS), SACK (2018) with an RFC 6675 scoreboard
 //! and DSACK (2883), RACK time-based loss detection (8985 §6.2, see
-//! `rack`; duplicate-ACK counting stands in when SACK is off), NewReno
+//! `rack`; duplicate-ACK counting stands in when SACK is off) and, when
+//! `TcpConfig::tlp` is set, tail loss probes (8985 §7, `tlp`), NewReno
 //! fast retransmit / recovery (5681, 6582), RTO with Karn and
 //! backoff (6298), zero-window probes, delayed ACKs, receiver and sender SWS
 //! avoidance (1122), FIN/TIME-WAIT, RST, and the RFC 5961 defences (RST
@@ -51,6 +52,7 @@ mod rack;
 mod recv;
 mod send;
 mod sparse;
+mod tlp;
 mod types;
 mod xcp;
 
@@ -146,6 +148,8 @@ pub struct Connection {
     dupacks: u32,
     /// RACK loss detection (with SACK; see `rack`).
     rack: rack::RackState,
+    /// Tail loss probe (`conn::tlp`).
+    tlp: tlp::TlpState,
     /// Receiver: duplicate segments, each reported in the first SACK block
     /// of an ACK of its own (DSACK, RFC 2883; `conn::dsack`).
     pending_dsack: dsack::DsackQueue,
@@ -277,6 +281,7 @@ impl Connection {
             recover_guard: 0,
             dupacks: 0,
             rack: rack::RackState::default(),
+            tlp: tlp::TlpState::default(),
             pending_dsack: dsack::DsackQueue::default(),
             force_retransmit: false,
             retries: 0,
@@ -552,6 +557,7 @@ impl Connection {
         };
         take(self.rto_at);
         take(self.rack.timer);
+        take(self.tlp.at);
         take(self.persist_at);
         take(self.delack_at);
         take(self.close_at);
@@ -576,6 +582,10 @@ impl Connection {
             };
             self.set_closed(reason);
             return;
+        }
+        // a probe due with the RTO goes first and puts the RTO back
+        if self.tlp.at.is_some_and(|t| t <= now) {
+            self.on_tlp_timer(now);
         }
         if self.rto_at.is_some_and(|t| t <= now) {
             self.rto_at = None;
@@ -631,6 +641,7 @@ impl Connection {
         self.state = State::Closed;
         self.rto_at = None;
         self.rack.timer = None;
+        self.tlp_reset();
         self.persist_at = None;
         self.delack_at = None;
         self.close_at = None;

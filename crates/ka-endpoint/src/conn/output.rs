@@ -1,6 +1,7 @@
 //! Segment generation: SYN/SYN-ACK, retransmissions, new data (with RTT
 //! indicators and pacing), FIN, pure ACKs, RST.
 
+use super::tlp::TlpSend;
 use super::{Connection, Mode, PendingRst, State, Transmit};
 use crate::cc::PacketSent;
 use ka_codec::rtt::{INDICATOR_BASE, INDICATOR_MAX};
@@ -171,11 +172,12 @@ impl Connection {
         if self.sack_ok && (self.rcvbuf.has_ooo() || !self.pending_dsack.is_empty()) {
             let mut blocks = SackBlocks::new();
             let mut room = 4;
-            if let Some((l, r)) = self.pending_dsack.front() {
+            let dsack = self.pending_dsack.front();
+            if let Some((l, r)) = dsack {
                 blocks.push(self.wire_rcv(l), self.wire_rcv(r));
                 room -= 1;
             }
-            for (l, r) in self.rcvbuf.sack_blocks(room) {
+            for (l, r) in self.rcvbuf.sack_blocks(room, dsack) {
                 blocks.push(self.wire_rcv(l), self.wire_rcv(r));
             }
             o.sack = blocks;
@@ -209,11 +211,39 @@ impl Connection {
 
     /// Retransmission or new data, if the windows and the pacer allow.
     fn send_data(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        // 0. a tail loss probe that resends the highest segment (`conn::tlp`)
+        let mut tlp = self.tlp.pending;
+        if tlp == Some(TlpSend::NewData) && self.sndbuf.end_seq() <= self.snd_nxt {
+            tlp = Some(TlpSend::Last);
+        }
+        if tlp == Some(TlpSend::Last) && self.sb.next_lost().is_none() {
+            let idx = self.sb.len().checked_sub(1)?;
+            let end = self.sb.get(idx)?.end;
+            let t = self.retransmit(now, buf, idx, true)?;
+            self.tlp_sent(now, end, true);
+            return Some(t);
+        }
         // 1. retransmissions first (RFC 6675 NextSeg rule 1)
         if let Some(idx) = self.sb.next_lost() {
+            let force = self.force_retransmit;
+            return self.retransmit(now, buf, idx, force);
+        }
+        self.send_new(now, buf, tlp == Some(TlpSend::NewData))
+    }
+
+    /// Resends scoreboard entry `idx` if cwnd (unless `force`) and the
+    /// pacer allow.
+    fn retransmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        idx: usize,
+        force: bool,
+    ) -> Option<Transmit> {
+        {
             let seg = self.sb.get(idx)?.clone();
             let len = seg.len();
-            if !self.force_retransmit && self.pipe() + len > self.cwnd() as u64 {
+            if !force && self.pipe() + len > self.cwnd() as u64 {
                 return None;
             }
             if !self.pacer_ready(now) {
@@ -255,10 +285,13 @@ impl Connection {
                 });
             }
             self.pacer_on_send(now, self.ip_header_len + t.len);
-            return Some(t);
+            Some(t)
         }
+    }
 
-        // 2. new data, then FIN
+    /// New data, then FIN (rule 2); `tlp`: this segment is a tail loss
+    /// probe, sent whatever cwnd says.
+    fn send_new(&mut self, now: Instant, buf: &mut [u8], tlp: bool) -> Option<Transmit> {
         let data_end = self.sndbuf.end_seq();
         let unsent = data_end.saturating_sub(self.snd_nxt);
         let fin_pending = self.fin_queued && self.fin_seq.is_none();
@@ -306,7 +339,7 @@ impl Connection {
                     len = (INDICATOR_BASE - 1).saturating_sub(self.ip_header_len + hl);
                 }
             }
-            if !probe && self.pipe() + len as u64 > self.cwnd() as u64 {
+            if !probe && !tlp && self.pipe() + len as u64 > self.cwnd() as u64 {
                 if self.ka_window_limit_counts(now) {
                     self.stats.ka_cwnd_limited += 1;
                 }
@@ -395,6 +428,12 @@ impl Connection {
                 rtt: &self.rtt,
             });
             self.pacer_on_send(now, wire);
+        }
+        if tlp {
+            self.tlp_sent(now, end, false);
+        } else if self.cfg.tlp {
+            // RFC 8985 §7.2: (re)start the probe timer after new data
+            self.tlp_arm(now);
         }
         Some(t)
     }

@@ -239,8 +239,11 @@ impl RecvBuffer {
 
     /// Up to `max` SACK blocks (absolute sequence ranges), the range holding
     /// the most recent arrival first, then other recent ones, then the
-    /// highest remaining ranges.
-    pub fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
+    /// highest remaining ranges. With `dsack` (a duplicate range reported
+    /// in the block before these), the out-of-order range holding it comes
+    /// first instead: RFC 2883 §4, the sender recognises a duplicate above
+    /// the cumulative ACK only inside the second block.
+    pub fn sack_blocks(&self, max: usize, dsack: Option<(u64, u64)>) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
         let containing = |seq: u64| {
             self.ooo
@@ -249,6 +252,9 @@ impl RecvBuffer {
                 .map(|(&s, v)| (s, s + v.len() as u64))
                 .filter(|&(_, e)| e > seq)
         };
+        if let Some(b) = dsack.and_then(|(l, _)| containing(l)) {
+            out.push(b);
+        }
         for &s in &self.recent {
             if let Some(b) = containing(s).filter(|b| !out.contains(b)) {
                 out.push(b);
@@ -286,13 +292,13 @@ mod tests {
         // hole 11..21, then 21..31 and 41..51 out of order
         assert!(rb.insert(&mut nxt, 21, &bytes(21..31), 1001).out_of_order);
         assert!(rb.insert(&mut nxt, 41, &bytes(41..51), 1001).out_of_order);
-        assert_eq!(rb.sack_blocks(4), vec![(41, 51), (21, 31)]);
+        assert_eq!(rb.sack_blocks(4, None), vec![(41, 51), (21, 31)]);
         // overlapping retransmission 15..25 (partial overlap with 21..31)
         let r = rb.insert(&mut nxt, 11, &bytes(11..25), 1001);
         assert_eq!(r.in_order, 20);
         assert!(r.filled_hole);
         assert_eq!(nxt, 31);
-        assert_eq!(rb.sack_blocks(4), vec![(41, 51)]);
+        assert_eq!(rb.sack_blocks(4, None), vec![(41, 51)]);
         let r = rb.insert(&mut nxt, 31, &bytes(31..45), 1001);
         assert_eq!(nxt, 51);
         assert_eq!(r.in_order, 20);
@@ -352,19 +358,25 @@ mod tests {
         rb.insert(&mut nxt, 101, &bytes(101..111), 10_001);
         rb.insert(&mut nxt, 111, &bytes(111..121), 10_001); // adjacent: merged
         rb.insert(&mut nxt, 201, &bytes(201..211), 10_001);
-        assert_eq!(rb.sack_blocks(4), vec![(201, 211), (101, 121)]);
+        assert_eq!(rb.sack_blocks(4, None), vec![(201, 211), (101, 121)]);
+        // a duplicate inside (101, 121) reported as DSACK: its range first
+        // (RFC 2883 §4: the sender looks for it in the second block)
+        assert_eq!(
+            rb.sack_blocks(4, Some((105, 110))),
+            vec![(101, 121), (201, 211)]
+        );
         // third separate range exceeds the cap of 2 → dropped, and not
         // a duplicate (that would be DSACKed as if it were held)
         let r = rb.insert(&mut nxt, 301, &bytes(301..311), 10_001);
         assert!(!r.duplicate);
         assert_eq!(rb.dropped_ooo, 1);
-        assert_eq!(rb.sack_blocks(4), vec![(201, 211), (101, 121)]);
+        assert_eq!(rb.sack_blocks(4, None), vec![(201, 211), (101, 121)]);
         // but extending an existing range is fine
         rb.insert(&mut nxt, 211, &bytes(211..221), 10_001);
         assert_eq!(rb.ooo_bytes(), 40);
         // a segment covering two ranges and the gap merges them
         rb.insert(&mut nxt, 115, &bytes(115..215), 10_001);
-        assert_eq!(rb.sack_blocks(4), vec![(101, 221)]);
+        assert_eq!(rb.sack_blocks(4, None), vec![(101, 221)]);
         rb.insert(&mut nxt, 1, &bytes(1..101), 10_001);
         assert_eq!(nxt, 221);
         let mut out = vec![0u8; 500];

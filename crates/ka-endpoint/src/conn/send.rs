@@ -194,6 +194,11 @@ impl Scoreboard {
         self.segs.front()
     }
 
+    /// Segments in flight (entries).
+    pub fn len(&self) -> usize {
+        self.segs.len()
+    }
+
     /// Bytes between `snd_una` and `snd_max`.
     pub fn outstanding(&self) -> u64 {
         match (self.segs.front(), self.segs.back()) {

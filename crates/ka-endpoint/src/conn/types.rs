@@ -122,6 +122,11 @@ pub struct ConnStats {
     pub spurious_bytes: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
+    /// Tail loss probes sent (RFC 8985 §7, `TcpConfig::tlp`).
+    pub tlp_probes: u64,
+    /// Losses a probe's retransmission repaired on its own (each one loss
+    /// event for the controller).
+    pub tlp_recoveries: u64,
     /// Smoothed RTT.
     pub srtt: Option<Duration>,
     /// Current RTO (with backoff).

@@ -122,6 +122,8 @@ pub struct FlowSummary {
     /// Of those, the ones the peer reported as received twice (DSACK):
     /// spurious retransmissions.
     pub spurious_retransmits: u64,
+    /// Tail loss probes sent during the flow (RFC 8985 §7).
+    pub tlp_probes: u64,
     /// Whether KA was negotiated.
     pub ka_enabled: bool,
     /// Whether XCP was negotiated.
@@ -183,6 +185,7 @@ impl StreamStats {
             mode_changes: st.mode_changes,
             retransmits: st.retransmits,
             spurious_retransmits: st.spurious_retransmits,
+            tlp_probes: st.tlp_probes,
             ka_enabled: st.ka_enabled,
             xcp_enabled: st.xcp_enabled,
             final_mode: st.mode,

@@ -62,6 +62,12 @@ pub struct TcpKnobs {
     /// start on a delay increase or an ACK train, as Linux does. Default
     /// false.
     pub hystart: Option<bool>,
+    /// Tail loss probes (RFC 8985 §7, `ka_endpoint::TcpConfig::tlp`):
+    /// with SACK, one probe two srtts after the sender goes quiet with data
+    /// in flight. Default false (the paper's ns-3 TCP has none; the
+    /// `ka-endpoint` binary turns them on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlp: Option<bool>,
     /// A loss in KA mode ends KA mode (`ka_endpoint::KaConfig::loss_leaves_ka`;
     /// default true, except for the site hosts of a `dcc` topology with
     /// `local = "lccp"`, whose middlebox owns the middle segment).
@@ -107,6 +113,7 @@ impl TcpKnobs {
             clock_granularity_ms: self.clock_granularity_ms.or(b.clock_granularity_ms),
             byte_counting: self.byte_counting.or(b.byte_counting),
             hystart: self.hystart.or(b.hystart),
+            tlp: self.tlp.or(b.tlp),
             ka_leave_on_loss: self.ka_leave_on_loss.or(b.ka_leave_on_loss),
             window_update_on_read: self.window_update_on_read.or(b.window_update_on_read),
             ecn: self.ecn.or(b.ecn),
@@ -142,6 +149,9 @@ impl TcpKnobs {
         }
         if let Some(v) = self.hystart {
             t.hystart = v;
+        }
+        if let Some(v) = self.tlp {
+            t.tlp = v;
         }
         if let Some(v) = self.ka_leave_on_loss {
             t.ka.loss_leaves_ka = v;

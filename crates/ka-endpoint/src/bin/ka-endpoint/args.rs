@@ -26,7 +26,7 @@ UNITS:
 OUTPUT:
   One line per finished flow; with --json one object per flow with bytes, fct_s, goodput_bps,
   ka_enabled, xcp_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits,
-  ecn, ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our
+  spurious_retransmits, tlp_probes, ecn, ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our
   FIN being acknowledged), and the stack's packets_in, gro_reads, packets_out, gso_writes,
   gso_segments (with --offload: super-packets read whole, super-packets written and the
   segments they carried).
@@ -139,6 +139,12 @@ pub struct Common {
     /// train (HyStart, as Linux's CUBIC does by default), instead of at the first loss.
     #[arg(long)]
     pub hystart: bool,
+
+    /// No tail loss probes. By default (as Linux) a sender with data in flight that hears
+    /// nothing for two RTTs sends one probe segment, so lost last segments are repaired in
+    /// about an RTT instead of by the retransmission timeout (RFC 8985 §7).
+    #[arg(long)]
+    pub no_tlp: bool,
 
     /// ECN (RFC 3168). `--ecn` alone = `on`: ask for ECN when connecting (and accept it when
     /// asked); ECN connections send data ECT(0), and a CE mark then counts as congestion —
@@ -301,6 +307,7 @@ impl Common {
         stack.tcp.ka.enabled = !self.no_ka;
         stack.tcp.cc = self.cc;
         stack.tcp.hystart = self.hystart;
+        stack.tcp.tlp = !self.no_tlp;
         if let Some(b) = self.buffer {
             let b = usize::try_from(b).unwrap_or(usize::MAX);
             stack.tcp.send_buffer = b;
@@ -406,6 +413,7 @@ mod tests {
         assert_eq!(cfg.stack.tcp.cc, CcAlgorithm::Cubic);
         assert_eq!(cfg.stack.tcp.ecn, EcnMode::Accept, "accept by default");
         assert!(!cfg.stack.tcp.hystart, "plain slow start by default");
+        assert!(cfg.stack.tcp.tlp, "tail loss probes by default");
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
             s.common.device.kernel_side().unwrap(),
@@ -426,6 +434,7 @@ mod tests {
         // around it does (docs/RESULTS.md, "Legacy traffic": NewReno
         // fallback got 0.43x of CUBIC's share beside four CUBIC flows)
         assert_eq!(send_config(&[]).stack.tcp.cc, CcAlgorithm::Cubic);
+        assert!(!send_config(&["--no-tlp"]).stack.tcp.tlp);
         assert_eq!(
             send_config(&["--cc", "newreno"]).stack.tcp.cc,
             CcAlgorithm::NewReno

@@ -46,6 +46,7 @@ pub fn json(
         "mode_changes": f.mode_changes,
         "retransmits": f.retransmits,
         "spurious_retransmits": f.spurious_retransmits,
+        "tlp_probes": f.tlp_probes,
         "ecn": f.ecn,
         "ece_reactions": f.ece_reactions,
         "ce_received": f.ce_received,
@@ -131,6 +132,7 @@ mod tests {
             mode_changes: 1,
             retransmits: 0,
             spurious_retransmits: 0,
+            tlp_probes: 0,
             ka_enabled: true,
             xcp_enabled: false,
             final_mode: Mode::Ka,
@@ -162,6 +164,7 @@ mod tests {
         assert_eq!(v["mode_changes"], 1);
         assert_eq!(v["retransmits"], 0);
         assert_eq!(v["spurious_retransmits"], 0);
+        assert_eq!(v["tlp_probes"], 0);
         assert_eq!(v["role"], "send");
         assert_eq!(v["ecn"], false);
         assert_eq!(v["xcp_enabled"], false);
