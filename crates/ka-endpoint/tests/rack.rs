@@ -388,11 +388,9 @@ fn a_spurious_ka_exit_is_undone() {
 /// reordering testbed: 1.8 s instead of one RTT).
 #[test]
 fn every_duplicate_of_a_batch_is_dsacked() {
-    let mut tcp = test_tcp();
-    tcp.ka.enabled = false;
     // no serialisation: packets that enter the link together leave it
     // together
-    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 5);
+    let mut net = plain_net(5, false);
     // keep copies of the 10th and 20th data packets as they leave A
     let copies: Rc<std::cell::RefCell<Vec<Vec<u8>>>> = Rc::default();
     let keep = copies.clone();
@@ -438,9 +436,7 @@ fn every_duplicate_of_a_batch_is_dsacked() {
 /// cannot tell it from an ordinary SACK and never counts it.
 #[test]
 fn duplicates_above_holes_are_dsacked_with_their_range() {
-    let mut tcp = test_tcp();
-    tcp.ka.enabled = false;
-    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 9);
+    let mut net = plain_net(9, false);
     // segments are told apart by sequence number (IPv4 without options,
     // TCP's at byte 24): holes at segments 30 and 32 (dropped the first
     // time only), copies of 31 and 33 kept: sent within a few packets of
@@ -501,7 +497,7 @@ fn drop_data(net: &mut Net, ks: &'static [u64]) {
 
 /// A plain pair (KA off) with tail loss probes on or off, no serialisation
 /// (srtt ≈ the 20 ms path, well below the 200 ms minimum RTO).
-fn tlp_net(seed: u64, tlp: bool) -> Net {
+fn plain_net(seed: u64, tlp: bool) -> Net {
     let mut tcp = test_tcp();
     tcp.ka.enabled = false;
     tcp.tlp = tlp;
@@ -518,7 +514,7 @@ fn a_lost_tail_is_repaired_by_a_probe_not_the_rto() {
     // 200 full segments; the 199th and 200th are dropped
     const LEN: usize = 200 * 1448;
     let run = |tlp: bool| {
-        let mut net = tlp_net(6, tlp);
+        let mut net = plain_net(6, tlp);
         drop_data(&mut net, &[198, 199]);
         let (_, st) = transfer(&mut net, LEN, Duration::from_secs(10));
         (net.elapsed(), st)
@@ -542,7 +538,7 @@ fn a_lost_tail_is_repaired_by_a_probe_not_the_rto() {
 /// reported by a DSACK and is no loss: no RTO, no loss event.
 #[test]
 fn a_probe_for_a_late_tail_is_not_a_loss() {
-    let mut net = tlp_net(7, true);
+    let mut net = plain_net(7, true);
     // the last segment arrives 300 ms late, after the probe
     net.ab.impair.late_data = vec![(199, Duration::from_millis(300))];
     let (h, _) = transfer(&mut net, 200 * 1448, Duration::from_secs(10));
@@ -562,7 +558,7 @@ fn a_probe_for_a_late_tail_is_not_a_loss() {
 /// (RFC 8985 §7.4, Linux's `tcp_process_tlp_ack`).
 #[test]
 fn a_loss_the_probe_alone_repaired_is_one_loss_event() {
-    let mut net = tlp_net(8, true);
+    let mut net = plain_net(8, true);
     drop_data(&mut net, &[9]);
     let h = net.connect(5001);
     let first = payload(10 * 1448, 3);

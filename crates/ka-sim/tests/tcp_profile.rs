@@ -17,6 +17,20 @@ fn config(knobs: &TcpKnobs, group: Option<TcpProfile>) -> TcpConfig {
     t
 }
 
+/// A 10 Mbit/s dumbbell with one NewReno on-off group, as TOML.
+fn one_tcp_group() -> String {
+    ScenarioToml::new("p", 1.0)
+        .dumbbell(10.0, 100.0, 100, "droptail")
+        .group(
+            "tcp",
+            "tcp-newreno",
+            1,
+            0,
+            &on_off(0.5, [1.0, 10.0], 1.8, 3.0),
+        )
+        .text()
+}
+
 #[test]
 fn modern_is_the_endpoint_defaults() {
     assert_eq!(TcpProfile::Modern.knobs(), TcpKnobs::default());
@@ -43,17 +57,7 @@ fn tail_loss_probes_are_a_knob_off_by_default() {
         ..TcpKnobs::default()
     };
     assert!(config(&on, None).tlp);
-    let text = ScenarioToml::new("p", 1.0)
-        .dumbbell(10.0, 100.0, 100, "droptail")
-        .group(
-            "tcp",
-            "tcp-newreno",
-            1,
-            0,
-            &on_off(0.5, [1.0, 10.0], 1.8, 3.0),
-        )
-        .text()
-        .replace("[topology]", "[tcp]\ntlp = true\n\n[topology]");
+    let text = one_tcp_group().replace("[topology]", "[tcp]\ntlp = true\n\n[topology]");
     let s = Scenario::from_toml(&text).unwrap();
     assert_eq!(s.tcp.tlp, Some(true));
     // unset, it is not written back (scenario.toml of old runs unchanged)
@@ -84,16 +88,7 @@ fn ns3_18_sets_the_old_defaults() {
 
 #[test]
 fn explicit_knobs_override_and_group_profile_replaces() {
-    let text = ScenarioToml::new("p", 1.0)
-        .dumbbell(10.0, 100.0, 100, "droptail")
-        .group(
-            "tcp",
-            "tcp-newreno",
-            1,
-            0,
-            &on_off(0.5, [1.0, 10.0], 1.8, 3.0),
-        )
-        .text()
+    let text = one_tcp_group()
         .replace(
             "[topology]",
             "[tcp]\nprofile = \"ns3-18\"\nmin_rto_ms = 1000.0\n\n[topology]",
