@@ -3,14 +3,15 @@
 # same grid as examples/rwm/run.sh, on the real router and endpoint cores
 # in virtual time, one run per seed.
 #
-#   examples/rwm/sim.sh [--rate-mbps 200] [--pkts RATE·8s] [--seeds 50]
+#   examples/rwm/sim.sh [--rate-mbps 200] [--pkts RATE·8s] [--seeds 50] [--first-seed 1]
 #                       [--rtts "20 60 100 140"] [--flows "1 4"]
 #                       [--variants "none exact minus plus"]
 #                       [--jitter 3ms] [--jitter-on data|acks|both]
 #                       [--queue-ms 50] [--out results.txt] [--svg DIR] [--jobs 2]
 #
 # Per RTT, flow count, variant (none / minus / exact / plus, as in run.sh)
-# and seed 1..SEEDS: a dumbbell at RATE with a drop-tail queue of
+# and seed FIRST_SEED..FIRST_SEED+SEEDS-1 (so a run can add seeds to an
+# earlier one): a dumbbell at RATE with a drop-tail queue of
 # QUEUE_MS (833 packets at 200 Mbit/s, as run.sh), 10 Gbit/s access links (the
 # seed's server site), 60 MB endpoint buffers, N CUBIC transfers with
 # Linux's HyStart and 200 ms minimum RTO (the seed's senders run Linux's
@@ -28,9 +29,9 @@
 # round field) and prints examples/rwm/report.py.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
-RATE_MBPS=200 PKTS="" SEEDS=50 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG="" JOBS=2
+RATE_MBPS=200 PKTS="" SEEDS=50 FIRST_SEED=1 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG="" JOBS=2
 VARIANTS="none exact minus plus" JITTER=3ms JITTER_ON=data QUEUE_MS=50
-parse_options "rate-mbps pkts seeds rtts flows variants jitter jitter-on queue-ms out svg jobs" "$@"
+parse_options "rate-mbps pkts seeds first-seed rtts flows variants jitter jitter-on queue-ms out svg jobs" "$@"
 DIR="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$(mktemp -t ka-rwm-sim.XXXXXX.txt)}"
 WORK="$(mktemp -d -t ka-rwm-sim.XXXXXX)"
@@ -114,7 +115,7 @@ PY
     echo "$rtt ms, $flows flow(s), $variant, seed $seed" >&2
 }
 export -f one
-for seed in $(seq "$SEEDS"); do
+for seed in $(seq "$FIRST_SEED" $(( FIRST_SEED + SEEDS - 1 ))); do
     for rtt in $RTTS; do
         for flows in $FLOWS; do
             for variant in $VARIANTS; do

@@ -91,7 +91,7 @@ impl RecvBuffer {
             dst_b.copy_from_slice(src_b);
         }
         self.data.drain(..n);
-        super::send::shrink_idle(&mut self.data);
+        super::send::shrink_idle_bytes(&mut self.data);
         n
     }
 
