@@ -7,10 +7,15 @@
 #
 #   benches/goodput/run.sh [--bytes 100M] [--rounds 3] [--cc newreno|cubic]
 #                          [--router-args "ARGS"] [--endpoint-args "ARGS"]
+#                          [--sender-args "ARGS"]
 #
 # --router-args and --endpoint-args add options (space-separated) to the
-# router and to both endpoints; at line rate:
+# router and to both endpoints, --sender-args to the sending endpoint; at
+# line rate:
 #   --router-args "--offload --write-threads --stamp-every rtt" --endpoint-args --offload
+# The kernel's sender writes one zeroed buffer over and over; --sender-args
+# --static-payload makes the endpoint's sender do the same (one 64 KiB
+# block of its pattern), so neither application costs anything per byte.
 #
 # Wiring (as in docs/usage/endpoint.md): the testbed gives A
 # 10.77.0.1/24 and B 10.77.0.2/24 on the router's devices; an endpoint owns
@@ -25,14 +30,14 @@
 # Needs root and python3. Not a test.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
-BYTES=100M ROUNDS=3 CC=newreno ROUTER_ARGS="" ENDPOINT_ARGS=""
-parse_options "bytes rounds cc router-args endpoint-args" "$@"
+BYTES=100M ROUNDS=3 CC=newreno ROUTER_ARGS="" ENDPOINT_ARGS="" SENDER_ARGS=""
+parse_options "bytes rounds cc router-args endpoint-args sender-args" "$@"
 command -v python3 >/dev/null || { echo "run.sh: needs python3 for the kernel-TCP baseline" >&2; exit 1; }
 
 release_build -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint
 # Linux calls NewReno "reno"
 KCC=$CC; [[ "$CC" == newreno ]] && KCC=reno
-export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC ENDPOINT_ARGS
+export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC ENDPOINT_ARGS SENDER_ARGS
 RARGS=()
 for a in $ROUTER_ARGS; do RARGS+=("--router-arg=$a"); done
 export RESULTS="$(mktemp -t ka-goodput.XXXXXX)"
@@ -56,8 +61,9 @@ endpoints() { # $1 = label, rest = extra ka-endpoint options
     local rpid=$!
     sleep 0.5
     local j
+    # shellcheck disable=SC2086
     j=$($A "$EP" send --tun kaep0 --addr 10.77.0.101/30 --to 10.77.0.201:5001 --bytes "$N" \
-        --cc "$CC" --json "$@" 2>/dev/null)
+        --cc "$CC" --json "$@" $SENDER_ARGS 2>/dev/null)
     wait $rpid || true
     echo "$label $(python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(j[\"goodput_bps\"], j[\"ka_time_frac\"], j[\"retransmits\"])" "$j")" >> "$RESULTS"
 }
@@ -101,7 +107,7 @@ done
 '
 
 echo
-echo "goodput through an unshaped ka-router (--rate 100gbit${ROUTER_ARGS:+ $ROUTER_ARGS}; endpoints${ENDPOINT_ARGS:+ $ENDPOINT_ARGS}), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
+echo "goodput through an unshaped ka-router (--rate 100gbit${ROUTER_ARGS:+ $ROUTER_ARGS}; endpoints${ENDPOINT_ARGS:+ $ENDPOINT_ARGS}${SENDER_ARGS:+; sender $SENDER_ARGS}), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
 python3 - "$RESULTS" <<'EOF'
 import sys, statistics, collections
 rows = collections.defaultdict(list)

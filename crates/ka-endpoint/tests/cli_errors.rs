@@ -172,3 +172,22 @@ fn probe_help_explains_every_finding() {
         assert!(help.contains(finding), "{finding:?} not in --help:\n{help}");
     }
 }
+
+#[test]
+fn a_static_payload_is_not_a_file() {
+    assert_fails_with(
+        &[
+            "send",
+            "--tun",
+            "kacli9",
+            "--addr",
+            "10.9.0.1/30",
+            "--to",
+            "10.9.0.2:5001",
+            "--file",
+            "/dev/null",
+            "--static-payload",
+        ],
+        "cannot be used with",
+    );
+}

@@ -224,6 +224,13 @@ pub struct SendArgs {
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
+    /// With --bytes: send the pattern's first 64 KiB over and over instead
+    /// of the whole stream, as socket benchmarks (iperf3, a plain `send`
+    /// loop) do. The sending application then costs nothing per byte; the
+    /// bytes are no longer the stream a receiver can check.
+    #[arg(long, conflicts_with = "file")]
+    pub static_payload: bool,
+
     /// Give up if the handshake has not completed by then.
     #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10s")]
     pub connect_timeout: Duration,

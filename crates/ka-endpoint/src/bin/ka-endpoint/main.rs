@@ -277,10 +277,15 @@ async fn write_payload(
     }
     let mut left = a.bytes.unwrap_or(0);
     let mut pattern = Payload::new();
+    if a.static_payload {
+        pattern.fill(&mut buf);
+    }
     while left > 0 {
         let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
         let chunk = buf.get_mut(..n).unwrap_or(&mut []);
-        pattern.fill(chunk);
+        if !a.static_payload {
+            pattern.fill(chunk);
+        }
         stream.write_all(chunk).await.context("sending")?;
         left -= n as u64;
     }
