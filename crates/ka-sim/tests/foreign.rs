@@ -72,12 +72,18 @@ fn goodputs(first: &str, competitor: &str, queue: usize, df_hint: bool) -> (f64,
 
 /// With a 100-packet buffer the KA flow gets at least 0.8 of what a CUBIC
 /// flow gets in its place against every competitor; the competitor gets at
-/// least 0.9 of what it gets against that CUBIC flow against BBR and CUBIC,
-/// and 0.81 against NewReno (with RACK in the endpoint the KA flow, in TCP
-/// mode a NewReno flow that no longer takes reordering for loss, holds
-/// 12.9 Mbit/s where a CUBIC flow holds 11.3; DESIGN §3.6.1).
+/// least 0.9 of what it gets against that CUBIC flow, or of its fair half
+/// of the link where it takes more than half from CUBIC, against BBR and
+/// CUBIC, and 0.81 against NewReno (with RACK in the endpoint the KA flow,
+/// in TCP mode a NewReno flow that no longer takes reordering for loss,
+/// holds 12.9 Mbit/s where a CUBIC flow holds 11.3; DESIGN §3.6.1). BBR v1
+/// with Linux's quantization budget and ACK-aggregation allowance takes
+/// two-thirds of this link from a CUBIC flow (13.2 against 6.0 Mbit/s)
+/// and half from a KA flow (9.2 against 10.1): the KA flow does not give
+/// up its fair share to match CUBIC's loss.
 #[test]
 fn ka_keeps_a_tcp_share_against_one_legacy_flow() {
+    let fair_half = 20e6 * 1448.0 / 1500.0 / 2.0;
     for (competitor, competitor_floor) in
         [("tcp-bbr", 0.9), ("tcp-newreno", 0.8), ("tcp-cubic", 0.9)]
     {
@@ -92,7 +98,7 @@ fn ka_keeps_a_tcp_share_against_one_legacy_flow() {
         );
         assert!(ka >= 0.8 * cubic, "{competitor}: KA {ka}, CUBIC {cubic}");
         assert!(
-            against_ka >= competitor_floor * against_cubic,
+            against_ka >= competitor_floor * against_cubic.min(fair_half),
             "{competitor}: {against_ka} against KA, {against_cubic} against CUBIC"
         );
     }

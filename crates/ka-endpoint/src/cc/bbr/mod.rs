@@ -5,8 +5,10 @@
 //! delivery rate over the last 10 round trips) and the round-trip
 //! propagation time `RTprop` (the minimum RTT over the last 10 s). The
 //! sender paces at `pacing_gain · BtlBw` and bounds its flight by
-//! `cwnd_gain · BtlBw · RTprop + 3·MSS`, with the gains set by a state
-//! machine:
+//! `cwnd_gain · BtlBw · RTprop` plus an ACK-aggregation allowance and a
+//! quantization budget of three send quanta (as Linux's `tcp_bbr.c`:
+//! [`Bbr::inflight_target`], [`Bbr::ack_aggregation_allowance`]), with the
+//! gains set by a state machine:
 //!
 //! * **Startup** (`pacing_gain = cwnd_gain = 2/ln 2`): doubles the rate per
 //!   round until `BtlBw` grew less than 25 % for 3 rounds in a row
@@ -15,8 +17,9 @@
 //!   until the flight is at most one BDP;
 //! * **ProbeBW** (`cwnd_gain = 2`): cycles `pacing_gain` through
 //!   `[1.25, 0.75, 1, 1, 1, 1, 1, 1]`, one phase per `RTprop`; the 1.25
-//!   phase lasts until the flight reached `1.25·BDP` (or a loss), the 0.75
-//!   phase ends early once the flight is back at one BDP; the first phase
+//!   phase lasts until the flight reached `1.25·BDP` plus the budget (or a
+//!   loss), the 0.75 phase ends early once the flight is back at one BDP
+//!   plus the budget; the first phase
 //!   is drawn at random (never the 0.75 one);
 //! * **ProbeRTT**: when `RTprop` has not been refreshed for 10 s, the
 //!   window drops to 4 segments for `max(200 ms, one round)` so the queue
@@ -65,6 +68,15 @@ const MIN_CWND_SEGMENTS: usize = 4;
 const FULL_BW_ROUNDS: u32 = 3;
 /// Growth that counts as growth in Startup.
 const FULL_BW_THRESHOLD: f64 = 1.25;
+/// ACK-aggregation estimate: each of its two windows lasts this many
+/// rounds (Linux's `bbr_extra_acked_win_rtts`).
+const EXTRA_ACKED_WIN_ROUNDS: u32 = 5;
+/// The aggregation epoch restarts after this many segments
+/// (`bbr_ack_epoch_acked_reset_thresh`).
+const ACK_EPOCH_RESET_SEGMENTS: u64 = 1 << 20;
+/// The aggregation allowance is at most this much of `BtlBw`
+/// (`bbr_extra_acked_max_us`).
+const EXTRA_ACKED_MAX: Duration = Duration::from_millis(100);
 
 /// BBR's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +153,14 @@ pub struct Bbr {
     conservation_until_round: Option<u64>,
     /// A loss was reported since the last delivery.
     lost_since_ack: bool,
+    // ACK aggregation.
+    /// Windowed max of the bytes delivered beyond `BtlBw`'s pace, two
+    /// windows of [`EXTRA_ACKED_WIN_ROUNDS`].
+    extra_acked: [usize; 2],
+    extra_acked_idx: usize,
+    extra_acked_rounds: u32,
+    ack_epoch_start: Option<Instant>,
+    ack_epoch_acked: u64,
 }
 
 impl Bbr {
@@ -176,6 +196,11 @@ impl Bbr {
             recovery_start: None,
             conservation_until_round: None,
             lost_since_ack: false,
+            extra_acked: [0; 2],
+            extra_acked_idx: 0,
+            extra_acked_rounds: 0,
+            ack_epoch_start: None,
+            ack_epoch_acked: 0,
         }
     }
 
@@ -209,17 +234,61 @@ impl Bbr {
         self.sampler.inflight()
     }
 
-    /// `gain · BtlBw · RTprop + 3·MSS` bytes (the draft's
-    /// `BBRInflight(gain)` with a 3-segment quantum allowance); the initial
-    /// window before the model has both numbers.
+    /// `gain · BtlBw · RTprop` plus the quantization budget, bytes
+    /// (`bbr_inflight` and `bbr_quantization_budget` of Linux's
+    /// `tcp_bbr.c`): three send quanta, rounded up to an even number of
+    /// segments, and two segments more in ProbeBW's 1.25 phase; the
+    /// initial window before the model has both numbers.
     pub fn inflight_target(&self, gain: f64) -> usize {
+        self.target_with(gain, 0)
+    }
+
+    /// `gain · BDP + extra` with the quantization budget, bytes.
+    fn target_with(&self, gain: f64, extra: usize) -> usize {
         match self.rtprop {
             Some(rtprop) if self.btlbw() > 0.0 => {
                 let bdp = self.btlbw() * rtprop.as_secs_f64();
-                (gain * bdp) as usize + 3 * self.mss
+                let bytes = (gain * bdp) as usize + extra;
+                let segs = bytes.div_ceil(self.mss) + 3 * self.send_quantum();
+                let mut segs = segs + segs % 2;
+                if self.state == BbrState::ProbeBw && self.cycle_index == 0 {
+                    segs += 2;
+                }
+                segs * self.mss
             }
             _ => self.cfg.initial_window.max(self.mss),
         }
+    }
+
+    /// The window's allowance for ACK aggregation (Linux's
+    /// `bbr_ack_aggregation_cwnd`, v1 since Linux 5.1): the most bytes
+    /// delivered beyond `BtlBw`'s pace in one aggregation epoch over the
+    /// last 5–10 rounds, at most 100 ms of `BtlBw`; 0 until Startup has
+    /// filled the pipe. ACKs that arrive in bursts (delay jitter on the
+    /// reverse path, stretch ACKs) would otherwise hold the flight below
+    /// what the path carries between them.
+    pub fn ack_aggregation_allowance(&self) -> usize {
+        if !self.filled_pipe {
+            return 0;
+        }
+        let max = (self.btlbw() * EXTRA_ACKED_MAX.as_secs_f64()) as usize;
+        self.extra_acked[0].max(self.extra_acked[1]).min(max)
+    }
+
+    /// Segments per send quantum (Linux's `bbr_tso_segs_goal`): what the
+    /// pacing rate sends in about a millisecond (rate / 1024), at most
+    /// 64 KB, at least two segments (one below 1.2 Mbit/s). The budget of
+    /// three quanta keeps the flight above the model's BDP when `RTprop`
+    /// is underestimated: under delay jitter in both directions the
+    /// minimum RTT is far below the RTT the flight sees, and with a fixed
+    /// three-segment allowance the window collapsed to a few segments.
+    fn send_quantum(&self) -> usize {
+        const MIN_TSO_RATE: f64 = 1_200_000.0 / 8.0;
+        const GSO_MAX_BYTES: f64 = 65_536.0 - 1.0 - 320.0;
+        let rate = self.pacing_rate.unwrap_or(0.0);
+        let floor = if rate < MIN_TSO_RATE { 1 } else { 2 };
+        let bytes = (rate / 1024.0).min(GSO_MAX_BYTES);
+        ((bytes as usize) / self.mss).clamp(floor, 0x7f)
     }
 
     /// One BDP (`BtlBw · RTprop`), bytes, if the model has both numbers.
@@ -296,6 +365,38 @@ impl Bbr {
         {
             self.rtprop = Some(rtt);
             self.rtprop_stamp = Some(now);
+        }
+    }
+
+    /// Linux's `bbr_update_ack_aggregation`, per delivered segment.
+    fn update_ack_aggregation(&mut self, now: Instant, rs: &RateSample, acked: usize) {
+        if acked == 0 || rs.delivery_rate.is_none() {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_rounds = (self.extra_acked_rounds + 1).min(31);
+            if self.extra_acked_rounds >= EXTRA_ACKED_WIN_ROUNDS {
+                self.extra_acked_rounds = 0;
+                self.extra_acked_idx ^= 1;
+                if let Some(w) = self.extra_acked.get_mut(self.extra_acked_idx) {
+                    *w = 0;
+                }
+            }
+        }
+        let epoch = self.ack_epoch_start.map_or(0.0, |start| {
+            now.saturating_duration_since(start).as_secs_f64()
+        });
+        let mut expected = self.btlbw() * epoch;
+        let reset = ACK_EPOCH_RESET_SEGMENTS * self.mss as u64;
+        if self.ack_epoch_acked as f64 <= expected || self.ack_epoch_acked + acked as u64 >= reset {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_start = Some(now);
+            expected = 0.0;
+        }
+        self.ack_epoch_acked += acked as u64;
+        let extra = ((self.ack_epoch_acked as f64 - expected).max(0.0) as usize).min(self.cwnd);
+        if let Some(w) = self.extra_acked.get_mut(self.extra_acked_idx) {
+            *w = (*w).max(extra);
         }
     }
 
@@ -441,7 +542,7 @@ impl Bbr {
             self.cwnd = self.cwnd.max(inflight + acked);
         } else {
             self.conservation_until_round = None;
-            let target = self.inflight_target(self.cwnd_gain);
+            let target = self.target_with(self.cwnd_gain, self.ack_aggregation_allowance());
             if self.filled_pipe {
                 self.cwnd = (self.cwnd + acked).min(target);
             } else if self.cwnd < target
@@ -543,6 +644,7 @@ impl Controller for Bbr {
         }
         self.update_round(&rs);
         self.update_btlbw(&rs);
+        self.update_ack_aggregation(now, &rs, acked.bytes);
         self.check_cycle_phase(now, prior_inflight);
         self.check_full_pipe(&rs);
         self.check_drain(now);

@@ -41,6 +41,8 @@ struct Snap {
     inflight: u64,
     btlbw: f64,
     bdp: Option<usize>,
+    /// `inflight_target(1.0)`: one BDP plus the quantization budget.
+    target1: usize,
     round: u64,
     /// Bytes queued at the bottleneck (wire bytes).
     queue: f64,
@@ -118,6 +120,7 @@ impl Link {
                     inflight: self.cc.inflight(),
                     btlbw: self.cc.btlbw(),
                     bdp: self.cc.bdp(),
+                    target1: self.cc.inflight_target(1.0),
                     round: self.cc.round_count(),
                     queue: self.queue_bytes(),
                 });
@@ -213,8 +216,12 @@ fn drain_ends_once_the_flight_is_at_most_one_bdp() {
         .position(|s| s.state == BbrState::ProbeBw)
         .expect("no probe_bw");
     assert!(probe > drain);
-    // Drain's first snapshot is over one BDP (the queue Startup built)...
-    let bdp = |s: &Snap| s.bdp.expect("model") as u64 + 3 * MSS as u64;
+    // Drain's first snapshot is over one BDP plus the quantization budget
+    // (the queue Startup built)...
+    let bdp = |s: &Snap| {
+        assert!(s.target1 >= s.bdp.expect("model") + 6 * MSS, "{s:?}");
+        s.target1 as u64
+    };
     assert!(l.snaps[drain].inflight > bdp(&l.snaps[drain]));
     // ... and it ends on the ACK that brings the flight to one BDP.
     let last = l.snaps[probe];
@@ -317,11 +324,13 @@ fn probe_rtt_after_10_s_without_a_lower_rtt_holds_4_segments_for_200_ms() {
 
 #[test]
 fn a_lower_rtt_postpones_probe_rtt() {
-    // The same link, but the path's RTT drops by 10 ms at 8 s: a new
-    // minimum, so no ProbeRTT before 18 s.
+    // The same link, but the path's RTT drops by 20 ms at 8 s: a new
+    // minimum, so no ProbeRTT before 18 s. (ProbeBW keeps the quantization
+    // budget queued, about 10 ms at this rate: a drop of less than that
+    // would not show.)
     let mut l = link();
     l.run(Duration::from_secs(8));
-    l.prop = ms(30);
+    l.prop = ms(20);
     l.run(Duration::from_secs(17));
     assert!(
         l.snaps.iter().all(|s| s.state != BbrState::ProbeRtt),
