@@ -35,6 +35,12 @@ pub struct KaConfig {
     /// KA → TCP when no fresh signal for more than `silence_srtts · srtt`.
     /// Default 1.0 (paper §II-C2: "more than a RTT").
     pub silence_srtts: f64,
+    /// The silence that ends KA mode is never shorter than this. Default 0
+    /// (the paper's rule alone, as ka-sim runs it); the `ka-endpoint`
+    /// binary sets 10 ms: on a real host a sub-millisecond flow's signals
+    /// come once per millisecond (DESIGN §3.9) and a few milliseconds of
+    /// scheduling delay would otherwise end KA mode (DESIGN §6.3).
+    pub silence_floor: Duration,
     /// Active opens use the native-RCP carrier (DESIGN §7.1; the paper's
     /// RCP baseline) instead of KA fragments: the SYN offers RCP-Permitted
     /// instead of KA-Permitted, the SYN and data carry the IPv4 RCP option,
@@ -70,6 +76,7 @@ impl Default for KaConfig {
             cwnd_extra_segments: 3,
             ack_fresh_signals: true,
             silence_srtts: 1.0,
+            silence_floor: Duration::ZERO,
             native_rcp: false,
             clear_srtts: 8.0,
             loss_leaves_ka: true,

@@ -176,3 +176,50 @@ fn a_sub_millisecond_flow_signalled_once_per_millisecond_stays_in_ka_mode() {
         pc.signals_skipped
     );
 }
+
+/// A sub-millisecond flow whose ACKs stall for 4 ms (a busy host that
+/// does not schedule the receiver) leaves KA mode under the paper's rule
+/// alone (about one RTT plus one signal gap of silence), and stays in it
+/// with the `ka-endpoint` binary's 10 ms silence floor (DESIGN §6.3).
+#[test]
+fn a_four_millisecond_stall_is_not_silence_with_a_ten_millisecond_floor() {
+    let run = |floor: Duration| {
+        let one_way = Duration::from_micros(50);
+        let mut tcp = test_tcp();
+        tcp.ka.silence_floor = floor;
+        let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), one_way, 35);
+        let now = net.now;
+        let mut pc = PortConfig::new(1_000_000_000);
+        pc.initial_rtt = 2 * one_way;
+        pc.stamp_every = StampEvery::Rtt;
+        net.ab.hops.push(Hop::port(pc, now));
+        for p in [&mut net.ab, &mut net.ba] {
+            p.impair.rate_bps = Some(1_000_000_000);
+        }
+        let h = net.connect(5001);
+        net.send_bulk(Side::A, h, payload(60_000_000, 8), false);
+        net.run_for(Duration::from_millis(200));
+        // The stall: ACKs sent in the next 4 ms take 4 ms longer.
+        net.ba.impair.delay = Duration::from_millis(4);
+        net.run_for(Duration::from_millis(4));
+        net.ba.impair.delay = one_way;
+        net.run_for(Duration::from_millis(100));
+        let late: Vec<_> = net
+            .mode_changes(h)
+            .into_iter()
+            .filter(|(t, _)| *t >= Duration::from_millis(150))
+            .collect();
+        (late, net.a.conn(h).unwrap().mode())
+    };
+    let (changes, mode) = run(Duration::ZERO);
+    assert!(
+        changes
+            .iter()
+            .any(|(_, c)| c.to == Mode::Tcp && c.reason == ModeReason::Silence),
+        "without a floor the stall is silence: {changes:?}"
+    );
+    assert_eq!(mode, Mode::Ka, "and KA mode resumes after it");
+    let (changes, mode) = run(Duration::from_millis(10));
+    assert!(changes.is_empty(), "with a 10 ms floor: {changes:?}");
+    assert_eq!(mode, Mode::Ka);
+}

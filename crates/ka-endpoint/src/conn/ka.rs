@@ -716,7 +716,10 @@ impl Connection {
             .ka_effective_rate()
             .filter(|r| *r > 0.0)
             .map_or(0.0, |r| 3.0 * pkt / (r * 1000.0));
-        let wait = (srtt * self.cfg.ka.silence_srtts).max(floor) + srtt / 16.0;
+        let wait = (srtt * self.cfg.ka.silence_srtts)
+            .max(floor)
+            .max(self.cfg.ka.silence_floor.as_secs_f64())
+            + srtt / 16.0;
         // Signals that come once per RTT (`conn::sparse`): one more gap.
         let wait = match self.ka_sparse_allowance() {
             Some(a) => wait + a.as_secs_f64(),

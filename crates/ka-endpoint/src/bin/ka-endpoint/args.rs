@@ -146,6 +146,14 @@ pub struct Common {
     #[arg(long)]
     pub no_tlp: bool,
 
+    /// A KA sender leaves KA mode after a silence of about an RTT without a fresh signal,
+    /// but never one shorter than this. At sub-millisecond RTTs the router signals once per
+    /// millisecond, and a few milliseconds of scheduling delay on a busy host would
+    /// otherwise end KA mode and start it again many times a second. `0ms` is the paper's
+    /// rule alone.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10ms")]
+    pub ka_silence_floor: Duration,
+
     /// ECN (RFC 3168). `--ecn` alone = `on`: ask for ECN when connecting (and accept it when
     /// asked); ECN connections send data ECT(0), and a CE mark then counts as congestion —
     /// the window is cut once per RTT, and a KA sender leaves KA mode as after a loss.
@@ -315,6 +323,7 @@ impl Common {
         stack.tcp.cc = self.cc;
         stack.tcp.hystart = self.hystart;
         stack.tcp.tlp = !self.no_tlp;
+        stack.tcp.ka.silence_floor = self.ka_silence_floor;
         if let Some(b) = self.buffer {
             let b = usize::try_from(b).unwrap_or(usize::MAX);
             stack.tcp.send_buffer = b;
@@ -421,6 +430,7 @@ mod tests {
         assert_eq!(cfg.stack.tcp.ecn, EcnMode::Accept, "accept by default");
         assert!(!cfg.stack.tcp.hystart, "plain slow start by default");
         assert!(cfg.stack.tcp.tlp, "tail loss probes by default");
+        assert_eq!(cfg.stack.tcp.ka.silence_floor, Duration::from_millis(10));
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
             s.common.device.kernel_side().unwrap(),
@@ -442,6 +452,14 @@ mod tests {
         // fallback got 0.43x of CUBIC's share beside four CUBIC flows)
         assert_eq!(send_config(&[]).stack.tcp.cc, CcAlgorithm::Cubic);
         assert!(!send_config(&["--no-tlp"]).stack.tcp.tlp);
+        assert_eq!(
+            send_config(&["--ka-silence-floor", "0ms"])
+                .stack
+                .tcp
+                .ka
+                .silence_floor,
+            Duration::ZERO
+        );
         assert_eq!(
             send_config(&["--cc", "newreno"]).stack.tcp.cc,
             CcAlgorithm::NewReno
