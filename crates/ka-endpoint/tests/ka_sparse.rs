@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use ka_endpoint::{LeftBy, Mode, ModeReason};
+use ka_endpoint::{ConnHandle, LeftBy, Mode, ModeReason, TcpConfig};
 use ka_router::{PortConfig, StampEvery};
 use std::time::Duration;
 
@@ -140,18 +140,7 @@ fn an_interval_longer_than_the_rtt_settles_in_ka_mode() {
 /// (capped at 2 srtt it left KA mode between every two signals).
 #[test]
 fn a_sub_millisecond_flow_signalled_once_per_millisecond_stays_in_ka_mode() {
-    let one_way = Duration::from_micros(50);
-    let mut net = Net::default_pair(one_way, 34);
-    let now = net.now;
-    let mut pc = PortConfig::new(1_000_000_000);
-    pc.initial_rtt = 2 * one_way;
-    pc.stamp_every = StampEvery::Rtt;
-    net.ab.hops.push(Hop::port(pc, now));
-    for p in [&mut net.ab, &mut net.ba] {
-        p.impair.rate_bps = Some(1_000_000_000);
-    }
-    let h = net.connect(5001);
-    net.send_bulk(Side::A, h, payload(60_000_000, 8), false);
+    let (mut net, h) = sub_millisecond_bulk(test_tcp(), 34);
     net.run_for(Duration::from_millis(500));
     let changes = net.mode_changes(h);
     let late: Vec<_> = changes
@@ -177,6 +166,27 @@ fn a_sub_millisecond_flow_signalled_once_per_millisecond_stays_in_ka_mode() {
     );
 }
 
+/// One-way delay of [`sub_millisecond_bulk`]'s path.
+const SUB_MS_ONE_WAY: Duration = Duration::from_micros(50);
+
+/// A 0.1 ms, 1 Gbit/s pair (both ends `tcp`) through a KA port that
+/// signals once per RTT (once per 1 ms for this flow's indicator 0), A
+/// sending 60 MB to B.
+fn sub_millisecond_bulk(tcp: TcpConfig, seed: u64) -> (Net, ConnHandle) {
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), SUB_MS_ONE_WAY, seed);
+    let now = net.now;
+    let mut pc = PortConfig::new(1_000_000_000);
+    pc.initial_rtt = 2 * SUB_MS_ONE_WAY;
+    pc.stamp_every = StampEvery::Rtt;
+    net.ab.hops.push(Hop::port(pc, now));
+    for p in [&mut net.ab, &mut net.ba] {
+        p.impair.rate_bps = Some(1_000_000_000);
+    }
+    let h = net.connect(5001);
+    net.send_bulk(Side::A, h, payload(60_000_000, 8), false);
+    (net, h)
+}
+
 /// A sub-millisecond flow whose ACKs stall for 4 ms (a busy host that
 /// does not schedule the receiver) leaves KA mode under the paper's rule
 /// alone (about one RTT plus one signal gap of silence), and stays in it
@@ -184,25 +194,14 @@ fn a_sub_millisecond_flow_signalled_once_per_millisecond_stays_in_ka_mode() {
 #[test]
 fn a_four_millisecond_stall_is_not_silence_with_a_ten_millisecond_floor() {
     let run = |floor: Duration| {
-        let one_way = Duration::from_micros(50);
         let mut tcp = test_tcp();
         tcp.ka.silence_floor = floor;
-        let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), one_way, 35);
-        let now = net.now;
-        let mut pc = PortConfig::new(1_000_000_000);
-        pc.initial_rtt = 2 * one_way;
-        pc.stamp_every = StampEvery::Rtt;
-        net.ab.hops.push(Hop::port(pc, now));
-        for p in [&mut net.ab, &mut net.ba] {
-            p.impair.rate_bps = Some(1_000_000_000);
-        }
-        let h = net.connect(5001);
-        net.send_bulk(Side::A, h, payload(60_000_000, 8), false);
+        let (mut net, h) = sub_millisecond_bulk(tcp, 35);
         net.run_for(Duration::from_millis(200));
         // The stall: ACKs sent in the next 4 ms take 4 ms longer.
         net.ba.impair.delay = Duration::from_millis(4);
         net.run_for(Duration::from_millis(4));
-        net.ba.impair.delay = one_way;
+        net.ba.impair.delay = SUB_MS_ONE_WAY;
         net.run_for(Duration::from_millis(100));
         let late: Vec<_> = net
             .mode_changes(h)

@@ -48,6 +48,12 @@ fn transfer(net: &mut Net, len: usize, max: Duration) -> (ConnHandle, ConnStats)
 
 /// A hop that drops the `k`-th packet longer than 1000 bytes (from 0).
 fn drop_kth_data(net: &mut Net, k: u64) {
+    drop_data_where(net, move |i| i == k);
+}
+
+/// A hop that drops the data packets (longer than 1000 bytes) whose index
+/// (from 0) satisfies `drop`.
+fn drop_data_where(net: &mut Net, drop: impl Fn(u64) -> bool + 'static) {
     let n = Rc::new(Cell::new(0u64));
     net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
         if pkt.len() <= 1000 {
@@ -55,7 +61,7 @@ fn drop_kth_data(net: &mut Net, k: u64) {
         }
         let i = n.get();
         n.set(i + 1);
-        i == k
+        drop(i)
     })));
 }
 
@@ -484,15 +490,7 @@ fn duplicates_above_holes_are_dsacked_with_their_range() {
 /// A hop that drops the data packets (longer than 1000 bytes) whose index
 /// (from 0) is in `ks`.
 fn drop_data(net: &mut Net, ks: &'static [u64]) {
-    let n = Rc::new(Cell::new(0u64));
-    net.ab.hops.push(Hop::Filter(Box::new(move |_, pkt| {
-        if pkt.len() <= 1000 {
-            return false;
-        }
-        let i = n.get();
-        n.set(i + 1);
-        ks.contains(&i)
-    })));
+    drop_data_where(net, move |i| ks.contains(&i));
 }
 
 /// A plain pair (KA off) with tail loss probes on or off, no serialisation
