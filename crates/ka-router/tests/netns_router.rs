@@ -259,7 +259,8 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
     // virtual CPU stalled by its hypervisor still shows up, in proportion to
     // the CPU time stolen during the transfer (`StealMeter`: 0.6–0.75× of it
     // on our VM). Allowed: 1 % of packets in over-limit windows plus the
-    // stolen fraction; not asserted when the guest itself is oversubscribed
+    // stolen fraction plus twice the share of releases the router itself
+    // made ≥ 2 ms late (below); not asserted when the guest itself is oversubscribed
     // (load average ≥ CPUs or CPU pressure ≥ 5 %). For scale: pcap I/O on
     // the pacing thread, or no real-time priority, gave 20–30 % on a loaded
     // 2-CPU VM, 1–4 % with this design.
@@ -282,6 +283,25 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         "largest 2 ms burst {max_burst} B (limit {limit} B); {:.2} % of packets left in an over-limit window",
         over_frac * 100.0
     );
+    // A pacing thread that wakes ≥ 2 ms late (the router counts those
+    // releases itself) sends the packets due meanwhile in one go: a burst
+    // the host made, not the pacer's schedule, and one that leaves about
+    // as many on-time packets again in its window. A pacer that releases
+    // early or in bursts on its own is not late, so it is still caught.
+    // (One CI run: a 34 ms stall, 0 % steal, 1.29 % over the limit.)
+    let late_2ms: u64 = exit
+        .stdout
+        .split(" at least 2 ms late")
+        .next()
+        .filter(|head| head.len() < exit.stdout.len())
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no count of releases ≥ 2 ms late in {}", exit.stdout));
+    let late_frac = late_2ms as f64 / fwd.len() as f64;
+    eprintln!(
+        "{late_2ms} releases ≥ 2 ms late ({:.2} % of forward packets)",
+        late_frac * 100.0
+    );
     // Wall-clock burst timing says more about the host than the code when
     // runnable threads are kept waiting for a CPU: then it is reported, not
     // asserted (benches/forwarding measures forwarding on a quiet host).
@@ -291,10 +311,11 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         );
     } else {
         assert!(
-            over_frac <= 0.01 + steal,
-            "{:.2} % of packets left in bursts over 2 ms of C ({:.2} % steal)",
+            over_frac <= 0.01 + steal + 2.0 * late_frac,
+            "{:.2} % of packets left in bursts over 2 ms of C ({:.2} % steal, {:.2} % released ≥ 2 ms late)",
             over_frac * 100.0,
-            steal * 100.0
+            steal * 100.0,
+            late_frac * 100.0
         );
     }
     // And the common case is tight: half of all releases leave within 100 µs

@@ -277,6 +277,17 @@ impl LatenessStats {
         }
         None
     }
+
+    /// Number of observations at least `bound_us` late: exact when
+    /// `bound_us` is one of [`LATENESS_BOUNDS_US`]; any other value counts
+    /// from the next edge above it (0 above the last edge), so the count
+    /// never over-states.
+    pub fn at_least_us(&self, bound_us: u64) -> u64 {
+        match LATENESS_BOUNDS_US.iter().position(|&b| b >= bound_us) {
+            Some(i) => self.buckets.iter().skip(i + 1).sum(),
+            None => 0,
+        }
+    }
 }
 
 impl std::fmt::Display for LatenessStats {
@@ -290,12 +301,13 @@ impl std::fmt::Display for LatenessStats {
         }
         write!(
             f,
-            "{} paced releases, lateness p50 {}, p99 {}, p99.9 {}, max {:.0} µs",
+            "{} paced releases, lateness p50 {}, p99 {}, p99.9 {}, max {:.0} µs, {} at least 2 ms late",
             self.count(),
             q(0.5),
             q(0.99),
             q(0.999),
-            self.max_ns as f64 / 1e3
+            self.max_ns as f64 / 1e3,
+            self.at_least_us(2_000)
         )
     }
 }
@@ -472,5 +484,21 @@ mod tests {
         assert_eq!(s.quantile_bound_us(0.99), Some(1_000));
         assert_eq!(s.quantile_bound_us(1.0), None);
         assert!(s.to_string().contains("p50 < 50 µs"), "{s}");
+    }
+
+    #[test]
+    fn releases_at_least_a_bound_late() {
+        let l = Lateness::default();
+        l.record(Duration::from_micros(1_999)); // [1, 2) ms
+        l.record(Duration::from_micros(2_000)); // [2, 5) ms
+        l.record(Duration::from_millis(30)); // unbounded
+        let s = l.load();
+        assert_eq!(s.at_least_us(2_000), 2);
+        assert_eq!(s.at_least_us(1_000), 3);
+        assert_eq!(s.at_least_us(5_000), 1);
+        // Between edges: counted from the next edge up, never over-stated.
+        assert_eq!(s.at_least_us(1_500), 2);
+        assert_eq!(s.at_least_us(6_000), 0);
+        assert!(s.to_string().ends_with("2 at least 2 ms late"), "{s}");
     }
 }
