@@ -117,6 +117,51 @@ fn dsack_opens_the_window_after_a_spurious_retransmission() {
     assert_eq!(sends_of(&net, kth_data_seq(&net, 300)).len(), 1);
 }
 
+/// A window reduction that DSACKs prove spurious is undone (DESIGN §6.9,
+/// Linux's DSACK undo): after the one deep reordering of the test above,
+/// the sender's window is back near that of the same transfer without it
+/// (what slow start would have added during the recovery is not restored:
+/// 272 against 308 kB), where the same packet lost instead leaves it at a
+/// sixth (50 kB); a real loss is not undone.
+#[test]
+fn a_spurious_window_reduction_is_undone() {
+    let run = |late: bool, drop: bool| {
+        let mut net = tcp_net(2);
+        if late {
+            net.ab.impair.late_data = vec![(40, Duration::from_millis(4))];
+        }
+        if drop {
+            drop_kth_data(&mut net, 40);
+        }
+        let (h, st) = transfer(&mut net, 600_000, Duration::from_secs(10));
+        let cwnd = net.a.conn(h).expect("sender").stats().cwnd;
+        (st, cwnd, net.elapsed())
+    };
+    let (clean, clean_cwnd, clean_t) = run(false, false);
+    let (reordered, reordered_cwnd, reordered_t) = run(true, false);
+    let (lost, lost_cwnd, lost_t) = run(false, true);
+    eprintln!(
+        "window: clean {clean_cwnd}, reordered {reordered_cwnd}, lost {lost_cwnd}; \
+         done at {clean_t:?} / {reordered_t:?} / {lost_t:?}"
+    );
+    assert_eq!(clean.fast_retransmits, 0);
+    assert_eq!(
+        (reordered.fast_retransmits, reordered.spurious_retransmits),
+        (1, 1)
+    );
+    assert_eq!(reordered.window_undos, 1, "{reordered:?}");
+    assert!(
+        reordered_cwnd * 10 >= clean_cwnd * 8,
+        "{reordered_cwnd} after the undo"
+    );
+    assert_eq!(lost.fast_retransmits, 1);
+    assert_eq!(lost.window_undos, 0, "{lost:?}");
+    assert!(
+        lost_cwnd * 4 < reordered_cwnd,
+        "{lost_cwnd} after a real loss"
+    );
+}
+
 /// A lost segment is retransmitted within one RTT (plus the reordering
 /// window, zero here: no reordering seen) of its transmission, without an
 /// RTO.
@@ -142,9 +187,19 @@ fn lost_segment_is_retransmitted_within_an_rtt() {
 
 /// After reordering has been seen, a loss waits for the reordering window
 /// too: still within one RTT plus min_rtt/4 (times the DSACK multiplier).
+/// A 64 kB receive window holds the queue, and so the RTT, steady: the
+/// spurious reduction after the first reordering is undone, and in slow
+/// start the RTT would grow by a packet time per ACK, faster than srtt
+/// follows.
 #[test]
 fn loss_after_reordering_waits_for_the_window_only() {
-    let mut net = tcp_net(4);
+    let mut tcp = test_tcp();
+    tcp.ka.enabled = false;
+    tcp.recv_buffer = 64 * 1024;
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 4);
+    for p in [&mut net.ab, &mut net.ba] {
+        p.impair.rate_bps = Some(10_000_000);
+    }
     net.record_a = true;
     net.ab.impair.late_data = vec![(30, Duration::from_millis(4))];
     // the filter counts the packets before the link: the 150th
@@ -152,14 +207,27 @@ fn loss_after_reordering_waits_for_the_window_only() {
     let (h, st) = transfer(&mut net, 400_000, Duration::from_secs(10));
     assert_eq!(st.rtos, 0);
     assert_eq!(st.retransmits, 2, "the spurious one and the lost one");
+    assert_eq!(st.window_undos, 1, "the spurious one's reduction");
     let sends = sends_of(&net, kth_data_seq(&net, 150));
     assert_eq!(sends.len(), 2, "{sends:?}");
     let c = net.a.conn(h).unwrap();
-    let srtt = c.stats().srtt.unwrap();
+    // srtt when the segment was resent (at the end of the transfer the
+    // queue has drained)
+    let hole = kth_data_seq(&net, 150);
+    let srtt = net
+        .sent_a
+        .iter()
+        .filter(|s| s.seq == hole && s.tcp_payload > 0)
+        .nth(1)
+        .and_then(|s| s.srtt)
+        .expect("srtt at the retransmission");
     let min_rtt = c.rtt().min_rtt().unwrap();
     // one DSACK round: reo_wnd = 2 · min_rtt / 4
     let window = (min_rtt / 2).min(srtt);
     let took = sends[1] - sends[0];
+    eprintln!(
+        "retransmitted {took:?} after the first send (srtt then {srtt:?}, window {window:?})"
+    );
     assert!(
         took <= srtt + window + Duration::from_millis(3),
         "retransmitted {took:?} after the first send (srtt {srtt:?}, window {window:?})"

@@ -28,6 +28,9 @@
 //!   `α_cubic · acked/cwnd` with `α_cubic = 3(1 − β)/(1 + β)` until
 //!   `W_est ≥ cwnd_prior`, then by 1; when `W_cubic(t) < W_est` the window
 //!   follows `W_est`.
+//! * A reduction that DSACKs prove spurious is undone
+//!   ([`Controller::undo_congestion_event`]): the window and threshold go
+//!   back, W_max stays, the next ACK starts a new epoch.
 //! * Loss (§4.6): `ssthresh = max(FlightSize · β, 2·SMSS)`, `cwnd = ssthresh`;
 //!   fast convergence (§4.7): if the window at the loss is below the previous
 //!   `W_max`, `W_max = cwnd · (1 + β)/2`, else `W_max = cwnd`.
@@ -314,6 +317,17 @@ impl Controller for Cubic {
         self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
         self.w_max = self.cwnd_seg;
         self.cwnd_prior = self.cwnd_seg;
+        self.epoch_start = None;
+    }
+
+    /// W_max stays where the reduction put it, and the next ACK in
+    /// congestion avoidance starts a new epoch from the restored window
+    /// (Linux keeps `last_max_cwnd` and has cleared `epoch_start`).
+    fn undo_congestion_event(&mut self, _now: Instant, window: usize, ssthresh: usize) {
+        self.cwnd = self.cwnd.max(window);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.cwnd_seg = self.cwnd as f64 / self.mss as f64;
+        self.recovery_start = None;
         self.epoch_start = None;
     }
 

@@ -129,6 +129,18 @@ pub trait Controller: ControllerClone + Send + fmt::Debug {
     /// a recovery period.
     fn set_window(&mut self, now: Instant, window: usize, ssthresh: usize);
 
+    /// The last loss reaction proved spurious: DSACKs showed every segment
+    /// it retransmitted had arrived (RFC 3708; the connection's
+    /// `cc_try_undo`). `window` and `ssthresh` are what the controller had
+    /// just before the reduction (the threshold as Linux's
+    /// `prior_ssthresh`). A window controller goes back to at least them
+    /// and ends its recovery period (Linux's `tcp_undo_cwnd_reduction`
+    /// with `tcp_reno_undo_cwnd`, which CUBIC uses too). Default: ignored
+    /// (model- and rate-based controllers keep their own state).
+    fn undo_congestion_event(&mut self, now: Instant, window: usize, ssthresh: usize) {
+        let _ = (now, window, ssthresh);
+    }
+
     /// Sets the sender maximum segment size (window arithmetic unit).
     fn set_mss(&mut self, mss: usize);
 

@@ -127,6 +127,13 @@ impl Controller for NewReno {
         self.bytes_acked = 0;
     }
 
+    fn undo_congestion_event(&mut self, _now: Instant, window: usize, ssthresh: usize) {
+        self.cwnd = self.cwnd.max(window);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+        self.recovery_start = None;
+        self.bytes_acked = 0;
+    }
+
     fn set_mss(&mut self, mss: usize) {
         self.mss = mss.max(1);
         self.cwnd = self.cwnd.max(self.mss);

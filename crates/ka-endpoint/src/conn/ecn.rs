@@ -228,6 +228,7 @@ impl Connection {
             return;
         }
         self.stats.ece_reactions += 1;
+        self.cc_undo = None;
         self.ka_on_congestion(now, ModeReason::Ecn);
         self.cc.on_congestion_event(CongestionEvent {
             now,

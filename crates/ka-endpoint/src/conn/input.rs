@@ -425,6 +425,7 @@ impl Connection {
                 self.on_rack_loss(now);
             }
             self.ka_try_undo(now);
+            self.cc_try_undo(now);
         } else if self.recovery.is_none()
             && !self.sb.is_empty()
             && self.dupacks >= DUP_THRESH
@@ -520,6 +521,10 @@ impl Connection {
         let flight = self.sb.outstanding().saturating_sub(self.sb.sacked_bytes()) as usize;
         let sent = self.sb.first().map_or(now, |f| f.sent);
         self.stats.fast_retransmits += 1;
+        if self.ka.mode != super::Mode::Ka {
+            // (a KA exit is undone by `ka_try_undo`)
+            self.cc_undo_arm();
+        }
         self.ka_on_loss(now, false);
         self.cc.on_congestion_event(CongestionEvent {
             now,
@@ -579,6 +584,7 @@ impl Connection {
             return;
         }
         self.stats.rtos += 1;
+        self.cc_undo = None;
         self.tlp_reset();
         let flight = self.sb.outstanding().saturating_sub(self.sb.sacked_bytes()) as usize;
         let sent = self.sb.first().map_or(now, |f| f.sent);

@@ -43,6 +43,7 @@ mod ecn;
 mod handshake;
 
 use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_shift};
+mod cc_undo;
 mod dsack;
 mod input;
 mod ka;
@@ -143,6 +144,9 @@ pub struct Connection {
     rtt: RttEstimator,
     cc: Box<dyn Controller>,
     recovery: Option<Recovery>,
+    /// A TCP-mode window reduction that DSACKs may prove spurious
+    /// (`conn::cc_undo`).
+    cc_undo: Option<cc_undo::CcUndo>,
     /// RFC 6582 `recover` after an RTO (no fast retransmit below it).
     recover_guard: u64,
     dupacks: u32,
@@ -278,6 +282,7 @@ impl Connection {
             ),
             cc: build_controller(&cfg, snd_mss, now, true, cc_seed(init.iss, init.ts_offset)),
             recovery: None,
+            cc_undo: None,
             recover_guard: 0,
             dupacks: 0,
             rack: rack::RackState::default(),

@@ -176,6 +176,7 @@ impl Connection {
         self.ka_on_loss(now, false);
         // a loss proven real: nothing to undo
         self.ka.undo = None;
+        self.cc_undo = None;
         self.cc.on_congestion_event(CongestionEvent {
             now,
             sent,

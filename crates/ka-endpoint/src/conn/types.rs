@@ -120,6 +120,9 @@ pub struct ConnStats {
     pub spurious_retransmits: u64,
     /// Bytes in those DSACK blocks.
     pub spurious_bytes: u64,
+    /// TCP-mode window reductions undone because DSACKs proved every
+    /// retransmission of their recovery spurious (`conn::cc_undo`).
+    pub window_undos: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
     /// Tail loss probes sent (RFC 8985 §7, `TcpConfig::tlp`).
