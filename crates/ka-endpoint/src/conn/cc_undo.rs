@@ -1,6 +1,7 @@
 //! Undoing a TCP-mode window reduction that proved spurious (DESIGN §6.9,
 //! "Undo of a spurious window reduction").
 
+use super::dsack_mark::DsackMark;
 use super::{Connection, Mode};
 use std::time::Instant;
 
@@ -8,10 +9,8 @@ use std::time::Instant;
 /// [`Connection::cc_try_undo`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CcUndo {
-    /// `stats.bytes_retransmitted` when the recovery began.
-    pub retransmitted: u64,
-    /// `stats.spurious_bytes` (bytes DSACKed) when the recovery began.
-    pub dsacked: u64,
+    /// The retransmitted and DSACKed byte counts when the recovery began.
+    pub mark: DsackMark,
     /// The controller's window just before the reduction, bytes.
     pub window: usize,
     /// Linux's `prior_ssthresh`: the larger of the threshold and 3/4 of the
@@ -32,8 +31,7 @@ impl Connection {
         let window = self.cc.window();
         let three_quarters = window / 2 + window / 4;
         self.cc_undo = Some(CcUndo {
-            retransmitted: self.stats.bytes_retransmitted,
-            dsacked: self.stats.spurious_bytes,
+            mark: self.dsack_mark(),
             window,
             ssthresh: self.cc.ssthresh().max(three_quarters),
         });
@@ -62,12 +60,7 @@ impl Connection {
             self.cc_undo = None;
             return;
         }
-        let sent = self
-            .stats
-            .bytes_retransmitted
-            .saturating_sub(u.retransmitted);
-        let dup = self.stats.spurious_bytes.saturating_sub(u.dsacked);
-        if dup < sent || self.sb.next_lost().is_some() {
+        if !self.all_dsacked_since(u.mark) {
             return;
         }
         self.cc_undo = None;

@@ -674,8 +674,7 @@ impl Connection {
         if self.ka.mode == Mode::Ka {
             if reason == ModeReason::Loss && self.sack_ok {
                 self.ka.undo = Some(KaUndo {
-                    retransmitted: self.stats.bytes_retransmitted,
-                    dsacked: self.stats.spurious_bytes,
+                    mark: self.dsack_mark(),
                     cap: self.ka.cap,
                 });
             }

@@ -1,16 +1,16 @@
 //! Undoing a KA exit that proved spurious (DESIGN §6.9, "Undo of a
 //! spurious KA exit").
 
+use super::dsack_mark::DsackMark;
 use super::{Connection, LeftBy, Mode, ModeReason};
 use std::time::Instant;
 
 /// What a spurious KA exit is undone to (see [`Connection::ka_try_undo`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct KaUndo {
-    /// `stats.bytes_retransmitted` when the flow left KA mode.
-    pub retransmitted: u64,
-    /// `stats.spurious_bytes` (bytes DSACKed) when the flow left KA mode.
-    pub dsacked: u64,
+    /// The retransmitted and DSACKed byte counts when the flow left KA
+    /// mode.
+    pub mark: DsackMark,
     /// The cap the flow paced under in KA mode.
     pub cap: Option<f64>,
 }
@@ -36,13 +36,7 @@ impl Connection {
             self.ka.undo = None;
             return;
         }
-        // bytes, not segments: one DSACK block may cover several
-        let sent = self
-            .stats
-            .bytes_retransmitted
-            .saturating_sub(u.retransmitted);
-        let dup = self.stats.spurious_bytes.saturating_sub(u.dsacked);
-        if dup < sent || self.sb.next_lost().is_some() || self.ka.rate.is_none() {
+        if !self.all_dsacked_since(u.mark) || self.ka.rate.is_none() {
             return;
         }
         self.ka.undo = None;

@@ -45,6 +45,7 @@ mod handshake;
 use handshake::{build_controller, cc_seed, offers_ka, offers_native_rcp, window_shift};
 mod cc_undo;
 mod dsack;
+mod dsack_mark;
 mod input;
 mod ka;
 mod ka_undo;
