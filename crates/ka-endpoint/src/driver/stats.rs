@@ -122,6 +122,11 @@ pub struct FlowSummary {
     /// Of those, the ones the peer reported as received twice (DSACK):
     /// spurious retransmissions.
     pub spurious_retransmits: u64,
+    /// TCP-mode window reductions undone because DSACKs proved their
+    /// retransmissions spurious (DESIGN §6.9).
+    pub window_undos: u64,
+    /// Retransmission timeouts during the flow.
+    pub rtos: u64,
     /// Tail loss probes sent during the flow (RFC 8985 §7).
     pub tlp_probes: u64,
     /// Whether KA was negotiated.
@@ -185,6 +190,8 @@ impl StreamStats {
             mode_changes: st.mode_changes,
             retransmits: st.retransmits,
             spurious_retransmits: st.spurious_retransmits,
+            window_undos: st.window_undos,
+            rtos: st.rtos,
             tlp_probes: st.tlp_probes,
             ka_enabled: st.ka_enabled,
             xcp_enabled: st.xcp_enabled,

@@ -26,8 +26,10 @@ UNITS:
 OUTPUT:
   One line per finished flow; with --json one object per flow with bytes, fct_s, goodput_bps,
   ka_enabled, xcp_enabled, ka_time_frac, time_ka_s, time_tcp_s, mode_changes, retransmits,
-  spurious_retransmits, tlp_probes, ecn, ece_reactions, ce_received (sender's view when sending: FCT runs from connect to our
-  FIN being acknowledged), and the stack's packets_in, gro_reads, packets_out, gso_writes,
+  spurious_retransmits, window_undos, rtos, tlp_probes, ecn, ece_reactions, ce_received
+  (sender's view when sending: FCT runs from connect to our FIN being acknowledged;
+  window_undos: TCP-mode window cuts undone because DSACKs showed them spurious), and the
+  stack's packets_in, gro_reads, packets_out, gso_writes,
   gso_segments (with --offload: super-packets read whole, super-packets written and the
   segments they carried).
 

@@ -46,6 +46,8 @@ pub fn json(
         "mode_changes": f.mode_changes,
         "retransmits": f.retransmits,
         "spurious_retransmits": f.spurious_retransmits,
+        "window_undos": f.window_undos,
+        "rtos": f.rtos,
         "tlp_probes": f.tlp_probes,
         "ecn": f.ecn,
         "ece_reactions": f.ece_reactions,
@@ -132,6 +134,8 @@ mod tests {
             mode_changes: 1,
             retransmits: 0,
             spurious_retransmits: 0,
+            window_undos: 2,
+            rtos: 1,
             tlp_probes: 0,
             ka_enabled: true,
             xcp_enabled: false,
@@ -164,6 +168,8 @@ mod tests {
         assert_eq!(v["mode_changes"], 1);
         assert_eq!(v["retransmits"], 0);
         assert_eq!(v["spurious_retransmits"], 0);
+        assert_eq!(v["window_undos"], 2);
+        assert_eq!(v["rtos"], 1);
         assert_eq!(v["tlp_probes"], 0);
         assert_eq!(v["role"], "send");
         assert_eq!(v["ecn"], false);
