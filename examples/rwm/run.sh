@@ -2,7 +2,7 @@
 # The RWM seed's experiment (§IV, Table I, Figs 3 and 5) on the netns
 # testbed: kernel CUBIC downloads through ka-router, with and without --rwm.
 #
-#   examples/rwm/run.sh [--rate 200mbit] [--bytes RATE·8s] [--rounds 3]
+#   examples/rwm/run.sh [--rate 200mbit] [--bytes RATE·8s] [--rounds 3] [--first-round 1]
 #                       [--rtts "20 60 100 140"] [--flows "1 4"]
 #                       [--variants "none exact minus plus"]
 #                       [--jitter 3ms] [--jitter-on data|acks|both]
@@ -23,17 +23,23 @@
 # jitters the ACK direction instead, both both directions, --jitter 0ms
 # none. The results also keep, per run, the router's mean queueing delay,
 # drops and reorderings in the data direction. Variants are interleaved
-# within a round so slow drifts of the host hit all alike. Then
+# within a round so slow drifts of the host hit all alike.
+# Rounds are numbered from --first-round (default 1): report.py keeps
+# every (file, round) a separate set, so runs that add rounds to an
+# earlier results file start after its last one. Then
 # examples/rwm/report.py prints Table I and the FCT quartiles (and writes
 # the box plots to --svg DIR if given).
 # Needs root, python3, ping. A round of the full grid takes about 15 min.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
-RATE=200mbit BYTES="" ROUNDS=3 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG=""
+RATE=200mbit BYTES="" ROUNDS=3 FIRST_ROUND=1 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG=""
 VARIANTS="none exact minus plus" JITTER=3ms JITTER_ON=data QUEUE_MS=50
-parse_options "rate bytes rounds rtts flows variants jitter jitter-on queue-ms out svg" "$@"
+parse_options "rate bytes rounds first-round rtts flows variants jitter jitter-on queue-ms out svg" "$@"
 DIR="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$(mktemp -t ka-rwm.XXXXXX.txt)}"
+for tool in python3 ping; do
+    command -v "$tool" >/dev/null || { echo "run.sh: needs $tool (Debian: apt install python3 iputils-ping)" >&2; exit 2; }
+done
 release_build -p ka-router --bin ka-router
 BPS=$(python3 -c "
 import re,sys
@@ -54,7 +60,7 @@ case $JITTER_ON in
 esac > "$CONF"
 echo "results: $OUT (queue $QUEUE packets, $BYTES bytes per transfer, jitter ±$JITTER on $JITTER_ON)" >&2
 
-for round in $(seq "$ROUNDS"); do
+for round in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
     for rtt in $RTTS; do
         for flows in $FLOWS; do
             for variant in $VARIANTS; do

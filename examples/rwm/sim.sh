@@ -35,7 +35,17 @@ parse_options "rate-mbps pkts seeds first-seed rtts flows variants jitter jitter
 DIR="$(cd "$(dirname "$0")" && pwd)"
 OUT="${OUT:-$(mktemp -t ka-rwm-sim.XXXXXX.txt)}"
 WORK="$(mktemp -d -t ka-rwm-sim.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+# Stopped early (Ctrl-C, kill): stop the workers too, not only the script.
+kill_tree() { # pid: its descendants, deepest first
+    local child
+    for child in $(pgrep -P "$1" || true); do
+        kill_tree "$child"
+        kill "$child" 2>/dev/null || true
+    done
+}
+trap 'kill_tree $$; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 release_build -p ka-sim --bin ka-sim
 # 8 s of the link in 1448-byte payloads (run.sh: RATE bytes).
 PKTS="${PKTS:-$(( RATE_MBPS * 1000000 / 1448 ))}"
@@ -123,6 +133,9 @@ for seed in $(seq "$FIRST_SEED" $(( FIRST_SEED + SEEDS - 1 ))); do
             done
         done
     done
-done | xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _
+done > "$WORK/runs"
+# In the background with a wait, so that a signal reaches the traps at once.
+xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ < "$WORK/runs" &
+wait $!
 cat "$WORK"/*/result.txt > "$OUT"
 python3 "$DIR/report.py" "$OUT" ${SVG:+--svg "$SVG"}

@@ -16,6 +16,7 @@ Ping statistics cover the replies received while every flow was running
 import argparse
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,6 +89,8 @@ def main():
                              stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().strip() == "up"
         servers.append(p)
+    if shutil.which("ping") is None:
+        sys.exit("transfer.py: needs ping (Debian: apt install iputils-ping)")
     ping = subprocess.Popen(A + ["ping", "-D", "-n", "-i", "0.05", "10.77.0.2"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     time.sleep(1.0)  # idle-path pings first
