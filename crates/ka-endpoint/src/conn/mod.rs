@@ -51,6 +51,7 @@ mod ka;
 mod ka_undo;
 mod output;
 mod rack;
+mod rcp;
 mod recv;
 mod send;
 mod sparse;
