@@ -86,6 +86,9 @@ def gain_ci(data, rtt, n, var, draws=2000):
     none, ctl = data.get((rtt, n, "none")), data.get((rtt, n, var))
     if not none or not ctl or len(none) < 5 or len(ctl) < 5:
         return None
+    # Sorted first: the interval depends on the values, not on the order
+    # the runs were written in (sim.sh's workers append as they finish).
+    none, ctl = sorted(none), sorted(ctl)
     rng = random.Random(1)
     g = sorted(1 - statistics.median(rng.choices(ctl, k=len(ctl)))
                / statistics.median(rng.choices(none, k=len(none))) for _ in range(draws))

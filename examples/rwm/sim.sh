@@ -26,7 +26,10 @@
 # base RTT plus the bottleneck's mean queueing delay in each 10 ms bin
 # while all flows run (the simulator has no ICMP; the jitter, zero-mean,
 # is not in it). Writes the same result lines as run.sh (the seed in the
-# round field) and prints examples/rwm/report.py.
+# round field), appending each run's lines to the results file as it
+# ends (as run.sh does: a cut-short run keeps what it measured, and a run
+# with --first-seed adds to an earlier file), and prints
+# examples/rwm/report.py.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
 RATE_MBPS=200 PKTS="" SEEDS=50 FIRST_SEED=1 RTTS="20 60 100 140" FLOWS="1 4" OUT="" SVG="" JOBS=2
@@ -57,7 +60,8 @@ case $JITTER_ON in
 reverse_impair = { jitter = \"$JITTER\" }" ;;
     *) echo "sim.sh: --jitter-on data|acks|both" >&2; exit 2 ;;
 esac
-export SIM="$TARGET/release/ka-sim" WORK RATE_MBPS PKTS QUEUE IMPAIR
+touch "$OUT"
+export SIM="$TARGET/release/ka-sim" WORK RATE_MBPS PKTS QUEUE IMPAIR OUT
 
 one() { # rtt flows variant seed
     local rtt=$1 flows=$2 variant=$3 seed=$4 rwm=""
@@ -120,6 +124,9 @@ for r in csv.DictReader(open(f"{d}/series.csv")):
             samples.append(float(rtt) + float(r["value"]))
 print(f"ping {rtt} {flows} {variant} {seed} {float(rtt):.3f} " + " ".join(f"{x:.3f}" for x in samples))
 PY
+    # Into the results file at once, one run at a time (the workers run
+    # in parallel; the lock keeps a run's lines together).
+    flock "$OUT" sh -c 'cat "$1" >> "$2"' _ "$d/result.txt" "$OUT"
     # Only the result lines are kept (thousands of runs).
     find "$d" -mindepth 1 ! -name result.txt -delete
     echo "$rtt ms, $flows flow(s), $variant, seed $seed" >&2
@@ -137,5 +144,4 @@ done > "$WORK/runs"
 # In the background with a wait, so that a signal reaches the traps at once.
 xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ < "$WORK/runs" &
 wait $!
-cat "$WORK"/*/result.txt > "$OUT"
 python3 "$DIR/report.py" "$OUT" ${SVG:+--svg "$SVG"}
