@@ -60,7 +60,7 @@ case $JITTER_ON in
 reverse_impair = { jitter = \"$JITTER\" }" ;;
     *) echo "sim.sh: --jitter-on data|acks|both" >&2; exit 2 ;;
 esac
-touch "$OUT"
+mkdir -p "$(dirname "$OUT")" && touch "$OUT"
 export SIM="$TARGET/release/ka-sim" WORK RATE_MBPS PKTS QUEUE IMPAIR OUT
 
 one() { # rtt flows variant seed
