@@ -379,6 +379,7 @@ impl PortConfig {
             ("rtt_gain", r.rtt_gain),
             ("threshold_frac", self.mode.threshold_frac),
             ("foreign_frac", self.mode.foreign_frac),
+            ("contend_rtts", self.mode.contend_rtts),
             ("xcp_alpha", x.alpha),
             ("xcp_beta", x.beta),
             ("xcp_gamma", x.gamma),
@@ -445,6 +446,7 @@ impl PortConfig {
         }
         self.mode.threshold_frac = fix(self.mode.threshold_frac, 0.5);
         self.mode.foreign_frac = fix(self.mode.foreign_frac, 0.1).min(1.0);
+        self.mode.contend_rtts = fix(self.mode.contend_rtts, 8.0);
         if self.initial_rtt.is_zero() {
             self.initial_rtt = Duration::from_micros(1);
         }

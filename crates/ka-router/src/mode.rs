@@ -91,6 +91,19 @@
 //! outlasts its last reason by about one d; while it holds the floor only
 //! bounds R from below, so R does not jump when it ends (RCP continues from
 //! where it is). TCP mode keeps its own threshold and hold.
+//!
+//! # Contention mode (DESIGN §3.6.3)
+//!
+//! The floor gives the KA flows their TCP-fair share, which in a deep
+//! buffer is not what a TCP flow in their place gets (more against BBR,
+//! less against an incumbent CUBIC flow). With `contend_rtts > 0` (the
+//! default, 8) the port makes them TCP flows while legacy traffic stays:
+//! a floor that has held R up for `contend_rtts` d without a break starts
+//! TCP mode as a full queue does, and TCP mode started that way does not
+//! end by the hold time while the floor holds (only when the foreign share
+//! has fallen below half of `foreign_frac`). KA endpoints in their TCP mode are never foreign
+//! (no rate test in TCP mode, indicators, no DF), so a port without legacy
+//! traffic always finds its way back.
 
 /// Whether the port is signalling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -125,6 +138,12 @@ pub(crate) struct ModeDetector {
     /// The fair-share floor holds (foreign share reached `foreign_frac`
     /// and has not yet fallen below half of it).
     floor: bool,
+    /// [`ModeConfig::contend_rtts`] (0 = off).
+    contend_rtts: f64,
+    /// Since when (port clock, ns) the floor has held R up without a break.
+    floor_bound_since: Option<u64>,
+    /// TCP mode was started by the floor (contention), not by the queue.
+    contended: bool,
 }
 
 impl ModeDetector {
@@ -148,7 +167,46 @@ impl ModeDetector {
             total_cur: 0,
             fair_share: config.fair_share,
             floor: false,
+            contend_rtts: if config.contend_rtts.is_finite() {
+                config.contend_rtts.max(0.0)
+            } else {
+                0.0
+            },
+            floor_bound_since: None,
+            contended: false,
         }
+    }
+
+    /// Whether contention mode is on: TCP mode ends only when the foreign
+    /// traffic has gone, and a floor that holds R up for `contend_rtts` d
+    /// starts it (see the module docs).
+    fn contends(&self) -> bool {
+        self.contend_rtts > 0.0 && self.fair_share && self.foreign_frac > 0.0
+    }
+
+    /// The control interval ending at `t` ended with the fair-share floor
+    /// holding R up (`bound`: RCP alone would have gone below `C / n`) or
+    /// not; `rtt_ns` is d. With contention on, a floor that has held R up
+    /// for `contend_rtts` d without a break starts TCP mode: the legacy
+    /// traffic takes whatever the KA flows leave (BBR), so they compete as
+    /// TCP instead. Returns whether TCP mode started.
+    pub(crate) fn on_floor(&mut self, t: u64, bound: bool, rtt_ns: u64) -> bool {
+        if !bound || !self.contends() {
+            self.floor_bound_since = None;
+            return false;
+        }
+        let since = *self.floor_bound_since.get_or_insert(t);
+        // `as` saturates: any d gives a u64.
+        let need = (self.contend_rtts * rtt_ns.max(1) as f64) as u64;
+        if self.mode == Mode::Ka && t.saturating_sub(since) >= need {
+            self.mode = Mode::Tcp;
+            self.below_since = None;
+            self.floor_bound_since = None;
+            self.contended = true;
+            self.changes += 1;
+            return true;
+        }
+        false
     }
 
     /// A packet of `bytes` arrived; `foreign` if it cannot come from a KA
@@ -195,6 +253,7 @@ impl ModeDetector {
         }
         if self.mode == Mode::Tcp && self.foreign_frac > 0.0 && share < self.foreign_frac / 2.0 {
             self.mode = Mode::Ka;
+            self.contended = false;
             self.below_since = None;
             self.changes += 1;
         }
@@ -244,8 +303,10 @@ impl ModeDetector {
     }
 
     /// When TCP mode ends if nothing changes, given the current d (ns).
+    /// With contention on, never while the foreign traffic is there (the
+    /// floor holds): then only [`Self::on_interval`] ends it.
     pub(crate) fn expiry(&self, rtt_ns: u64) -> Option<u64> {
-        if self.mode != Mode::Tcp {
+        if self.mode != Mode::Tcp || (self.contended && self.floor) {
             return None;
         }
         let hold = self.hold.unwrap_or(rtt_ns);
@@ -256,6 +317,7 @@ impl ModeDetector {
     pub(crate) fn expire(&mut self) {
         if self.mode == Mode::Tcp {
             self.mode = Mode::Ka;
+            self.contended = false;
             self.below_since = None;
             self.changes += 1;
         }
@@ -302,6 +364,13 @@ pub struct ModeConfig {
     /// R is kept at least `C / n` (n = active flows): the KA flows' TCP-fair
     /// share (DESIGN §3.6.1). Default true.
     pub fair_share: bool,
+    /// Contention mode (DESIGN §3.6.3), in units of d; 0 = off. While
+    /// foreign traffic holds (the floor's hysteresis), TCP mode does not
+    /// end when the queue has been short for the hold time, only when the
+    /// foreign traffic has gone; and a fair-share floor that has held R up
+    /// for this many d without a break starts TCP mode. Needs `fair_share`
+    /// and `foreign_frac > 0`. Default 8.
+    pub contend_rtts: f64,
 }
 
 impl Default for ModeConfig {
@@ -313,6 +382,7 @@ impl Default for ModeConfig {
             df_hint: true,
             behaviour: true,
             fair_share: true,
+            contend_rtts: 8.0,
         }
     }
 }
@@ -427,6 +497,107 @@ mod tests {
         assert_eq!(d.mode(), Mode::Ka);
         assert_eq!(d.changes(), 2);
         assert_eq!(d.expiry(D), None);
+    }
+
+    /// Arrivals of one control interval of d/10 with `foreign` of every
+    /// 10 packets foreign, the interval's end, then the queue at `len`.
+    fn interval(d: &mut ModeDetector, t: &mut u64, foreign: usize, len: usize) {
+        *t += D / 10;
+        for i in 0..10 {
+            d.on_arrival(1500, i < foreign);
+        }
+        d.on_interval(D / 10, 0, D);
+        d.on_queue(*t, len);
+    }
+
+    #[test]
+    fn contention_keeps_tcp_mode_until_the_foreign_traffic_leaves() {
+        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        let mut t = 0;
+        // 30 % foreign bytes: the floor holds.
+        for _ in 0..20 {
+            interval(&mut d, &mut t, 3, 100);
+        }
+        assert!(d.floor());
+        // A queue that reaches the threshold starts TCP mode, which the
+        // hold ends as before once the queue is short again.
+        interval(&mut d, &mut t, 3, 600);
+        assert_eq!(d.mode(), Mode::Tcp);
+        interval(&mut d, &mut t, 3, 10);
+        assert_eq!(d.expiry(D), Some(t + D));
+        d.expire();
+        assert_eq!(d.mode(), Mode::Ka);
+        // The floor holds R up for 8 d: TCP mode, and no hold expiry
+        // while the foreign traffic is still there, however long the
+        // queue stays short.
+        let from = t;
+        while !d.on_floor(t, true, D) {
+            t += D / 10;
+            assert!(t - from <= 8 * D, "the floor held 8 d");
+        }
+        assert_eq!(d.mode(), Mode::Tcp);
+        for _ in 0..100 {
+            interval(&mut d, &mut t, 3, 10);
+            assert_eq!(d.expiry(D), None);
+            assert_eq!(d.mode(), Mode::Tcp);
+        }
+        // It leaves: TCP mode ends once its share is below half of
+        // foreign_frac.
+        let mut left = None;
+        for i in 0..100 {
+            interval(&mut d, &mut t, 0, 10);
+            if d.mode() == Mode::Ka {
+                left = Some(i);
+                break;
+            }
+        }
+        let i = left.expect("TCP mode ends when the foreign traffic has gone");
+        assert!((5..=30).contains(&i), "after {i} intervals");
+        assert_eq!(d.changes(), 4);
+    }
+
+    #[test]
+    fn a_floor_that_holds_r_up_for_contend_rtts_starts_tcp_mode() {
+        let mut d = ModeDetector::new(&ModeConfig::default(), 1000);
+        // Bound for 7.9 d, a break, then bound again from 10 d on.
+        for i in 0..=79 {
+            assert!(!d.on_floor(i * D / 10, true, D));
+        }
+        assert!(!d.on_floor(80 * D / 10, false, D));
+        for i in 100..180 {
+            assert!(!d.on_floor(i * D / 10, true, D), "at {i}");
+            assert_eq!(d.mode(), Mode::Ka);
+        }
+        assert!(d.on_floor(180 * D / 10, true, D), "8 d after the break");
+        assert_eq!(d.mode(), Mode::Tcp);
+        assert_eq!(d.changes(), 1);
+    }
+
+    #[test]
+    fn without_contention_the_floor_changes_no_mode_and_the_hold_ends_tcp_mode() {
+        for cfg in [
+            ModeConfig {
+                contend_rtts: 0.0,
+                ..ModeConfig::default()
+            },
+            ModeConfig {
+                fair_share: false,
+                ..ModeConfig::default()
+            },
+        ] {
+            let mut d = ModeDetector::new(&cfg, 1000);
+            for i in 0..1000 {
+                assert!(!d.on_floor(i * D / 10, true, D));
+            }
+            let mut t = 0;
+            for _ in 0..20 {
+                interval(&mut d, &mut t, 3, 100);
+            }
+            interval(&mut d, &mut t, 3, 600);
+            assert_eq!(d.mode(), Mode::Tcp);
+            interval(&mut d, &mut t, 3, 10);
+            assert_eq!(d.expiry(D), Some(t + D), "{cfg:?}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The TCP-mode detector through a real port: entering at 50 %, staying in
 //! TCP mode while the queue oscillates around the threshold, leaving exactly
-//! one average RTT after the queue went below it, R frozen meanwhile.
+//! one average RTT after the queue went below it (contention mode off), or
+//! only once the DF traffic has gone (on, the default), R frozen meanwhile.
 
 mod common;
 
@@ -14,6 +15,15 @@ const MS: Duration = Duration::from_millis(1);
 fn port(t0: Instant) -> Port {
     let mut cfg = PortConfig::new(8_000_000);
     cfg.queue_limit = 100;
+    Port::new(cfg, t0)
+}
+
+/// The same port with contention mode off (DESIGN §3.6.3): TCP mode ends
+/// by the hold time although the DF traffic stays.
+fn port_with_hold(t0: Instant) -> Port {
+    let mut cfg = PortConfig::new(8_000_000);
+    cfg.queue_limit = 100;
+    cfg.mode.contend_rtts = 0.0;
     Port::new(cfg, t0)
 }
 
@@ -47,7 +57,7 @@ fn enters_at_half_the_queue() {
 #[test]
 fn oscillation_holds_tcp_mode_then_leaves_after_one_rtt() {
     let t0 = Instant::now();
-    let mut p = port(t0);
+    let mut p = port_with_hold(t0);
     let mut id = 0u16;
     let mut push = |p: &mut Port, t| {
         id = id.wrapping_add(1);
@@ -122,6 +132,7 @@ fn hold_uses_the_measured_rtt() {
     let mut cfg = PortConfig::new(8_000_000);
     cfg.queue_limit = 100;
     cfg.rcp.rtt_gain = 1.0; // d jumps to the indicated RTT at once
+    cfg.mode.contend_rtts = 0.0;
     let mut p = Port::new(cfg, t0);
     p.push(t0, common::indicator_v4(3)); // 12 ms; goes onto the wire at once
     assert_eq!(p.rtt(), Duration::from_millis(12));
@@ -176,6 +187,41 @@ fn ka_traffic_alone_never_makes_tcp_mode_and_foreign_traffic_leaving_ends_it() {
         left > Duration::from_millis(50) && left < Duration::from_millis(400),
         "{left:?}"
     );
+    assert_eq!(p.snapshot().counters.mode_changes, 2);
+}
+
+/// Contention mode (DESIGN §3.6.3, the default) makes sticky only a TCP
+/// mode that the fair-share floor started (with KA flows present; the
+/// detector's unit tests): a TCP mode that a full queue started still ends
+/// by the hold once the queue is short, although DF traffic goes on, and
+/// the port does not go back to TCP mode while that traffic stays light.
+#[test]
+fn a_queue_started_tcp_mode_ends_by_the_hold_while_df_traffic_stays() {
+    let t0 = Instant::now();
+    let mut p = port(t0);
+    let mut id = 0u16;
+    for _ in 0..51 {
+        id += 1;
+        p.push(t0, pkt(id));
+    }
+    assert_eq!(p.snapshot().mode, Mode::Tcp);
+    // DF traffic at a quarter of the link: the queue drains, and TCP mode
+    // ends after the hold (d = 100 ms) from the moment it was short.
+    let mut t = t0;
+    let mut left = None;
+    for _ in 0..500 {
+        t += 4 * MS;
+        p.handle_timeout(t);
+        id += 1;
+        p.push(t, pkt(id));
+        if left.is_none() && p.snapshot().mode == Mode::Ka {
+            left = Some(t - t0);
+        }
+    }
+    let left = left.expect("the hold ends a queue-started TCP mode");
+    assert!(left < Duration::from_millis(300), "{left:?}");
+    assert!(p.snapshot().queue_packets < 5);
+    assert_eq!(p.snapshot().mode, Mode::Ka);
     assert_eq!(p.snapshot().counters.mode_changes, 2);
 }
 

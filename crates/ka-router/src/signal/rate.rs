@@ -207,7 +207,9 @@ impl RateSignal {
         };
         if !frozen {
             self.controller.on_interval(&m);
-            self.fair_share_floor();
+            let bound = self.fair_share_floor();
+            let rtt_ns = self.rtt_ns();
+            self.mode.on_floor(t, bound, rtt_ns);
             if q.packets <= self.calm_queue() {
                 self.calm_rate = self.controller.rate();
             }
@@ -266,17 +268,20 @@ impl RateSignal {
     /// While foreign traffic takes a share of the arrivals (the mode
     /// detector's floor), R is kept at least at the TCP-fair share `C / n`
     /// of the `n` flows the judge saw in the last window (DESIGN §3.6.1).
-    fn fair_share_floor(&mut self) {
+    /// Returns whether the floor held R up (RCP alone went below it).
+    fn fair_share_floor(&mut self) -> bool {
         let Some(judge) = self.judge.as_ref() else {
-            return;
+            return false;
         };
         if !self.mode.floor() || !judge.any_ka() {
-            return;
+            return false;
         }
         let floor = (self.capacity / f64::from(judge.active_flows())).min(self.max_rate);
         if self.controller.rate() < floor {
             self.controller.restore(floor);
+            return true;
         }
+        false
     }
 
     /// An RTT sample of `ms` milliseconds arrived at `t` (an indicator, or
