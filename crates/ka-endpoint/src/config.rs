@@ -41,6 +41,18 @@ pub struct KaConfig {
     /// come once per millisecond (DESIGN §3.9) and a few milliseconds of
     /// scheduling delay would otherwise end KA mode (DESIGN §6.3).
     pub silence_floor: Duration,
+    /// Leaving KA mode by silence is a congestion event for the TCP-mode
+    /// controller: the window is set to the data in flight, reduced as for
+    /// one loss (CUBIC: × 0.7; NewReno: halved), and the controller starts
+    /// from there as from its own window (CUBIC's W_max is the reduced
+    /// window), instead of continuing at the flight. A KA router falls
+    /// silent when its queue reaches the TCP-mode threshold with legacy
+    /// traffic in it (DESIGN §3.6), which is congestion; a KA flow held at
+    /// the fair-share floor (§3.6.1) would otherwise enter TCP mode with a
+    /// larger window than a TCP newcomer in its place reaches (DESIGN
+    /// §6.3.1). Default false (the paper's rule, as ka-sim runs the
+    /// paper's figures); the `ka-endpoint` binary sets it.
+    pub silence_backoff: bool,
     /// Active opens use the native-RCP carrier (DESIGN §7.1; the paper's
     /// RCP baseline) instead of KA fragments: the SYN offers RCP-Permitted
     /// instead of KA-Permitted, the SYN and data carry the IPv4 RCP option,
@@ -77,6 +89,7 @@ impl Default for KaConfig {
             ack_fresh_signals: true,
             silence_srtts: 1.0,
             silence_floor: Duration::ZERO,
+            silence_backoff: false,
             native_rcp: false,
             clear_srtts: 8.0,
             loss_leaves_ka: true,

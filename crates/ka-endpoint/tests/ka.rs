@@ -189,6 +189,49 @@ fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
     assert_eq!(st.retransmits, 0);
 }
 
+/// With `KaConfig::silence_backoff` (the binary's default, DESIGN §6.3.1)
+/// leaving KA mode by silence is one congestion event for the TCP-mode
+/// controller: CUBIC enters TCP mode at 0.7 of the flight, where the
+/// paper's rule keeps the whole flight. Same seed, same path, so both runs
+/// leave KA mode at the same instant with the same flight.
+#[test]
+fn silence_backoff_enters_tcp_mode_one_decrease_below_the_flight() {
+    let exit = |backoff: bool| {
+        let mut tcp = test_tcp();
+        tcp.cc = ka_endpoint::CcAlgorithm::Cubic;
+        tcp.ka.silence_backoff = backoff;
+        let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 22);
+        let now = net.now;
+        net.ab.hops.push(Hop::port(port_cfg(), now));
+        net.ab.hops.push(Hop::eraser());
+        let h = net.connect(5001);
+        net.send_bulk(Side::A, h, payload(12_000_000, 6), false);
+        net.run_for(Duration::from_secs(2));
+        assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+        set_eraser(&mut net, true);
+        assert!(
+            net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
+                == Mode::Tcp)
+        );
+        let (at, m) = *net.mode_changes(h).last().unwrap();
+        assert_eq!(m.reason, ModeReason::Silence);
+        let st = net.a.conn(h).unwrap().stats();
+        (at, st.cwnd, st.ssthresh)
+    };
+    let (at_keep, cwnd_keep, ssthresh_keep) = exit(false);
+    let (at_cut, cwnd_cut, ssthresh_cut) = exit(true);
+    assert_eq!(at_keep, at_cut, "the same exit");
+    let ratio = ssthresh_cut as f64 / ssthresh_keep as f64;
+    assert!(
+        (0.65..=0.75).contains(&ratio),
+        "ssthresh {ssthresh_cut} with the backoff, {ssthresh_keep} without ({ratio:.2})"
+    );
+    assert!(
+        cwnd_cut < cwnd_keep,
+        "cwnd {cwnd_cut} with the backoff, {cwnd_keep} without"
+    );
+}
+
 /// After a loss, a flow returns to KA mode once its loss episode is over and
 /// the path shows no standing queue (the crate's deviation from DESIGN §6.3;
 /// see `conn::ka`), without waiting for `cwnd / srtt ≥ R`.

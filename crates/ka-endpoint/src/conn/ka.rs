@@ -20,7 +20,9 @@
 //!   (at least three packet times at R, plus srtt/16 of jitter margin, plus
 //!   the last gap between signals while they come once per RTT, see
 //!   `conn::sparse`; `ka_silence_deadline`): `cwnd = flight, ssthresh =
-//!   cwnd`. "Left by silence".
+//!   cwnd`, then with `KaConfig::silence_backoff` one multiplicative
+//!   decrease of the TCP-mode controller (DESIGN §6.3.1). "Left by
+//!   silence".
 //! * TCP → KA: left by silence (or never in KA yet): at the next fresh
 //!   signal; left by loss: at a fresh signal once `cwnd / srtt ≥ R`, or by
 //!   the two further ways below.
@@ -704,6 +706,20 @@ impl Connection {
         if self.ka_silence_deadline().is_some_and(|d| now >= d) {
             let flight = (self.pipe() as usize).max(2 * self.snd_mss);
             self.cc.set_window(now, flight, flight);
+            if self.cfg.ka.silence_backoff {
+                // the router fell silent at a standing queue: one
+                // multiplicative decrease, and the controller starts from
+                // the reduced window as its own (CUBIC: W_max there, not
+                // at the flight the router's rate gave; DESIGN §6.3.1)
+                self.cc.on_congestion_event(crate::cc::CongestionEvent {
+                    now,
+                    sent: now,
+                    is_rto: false,
+                    bytes_in_flight: flight,
+                });
+                let (w, ssthresh) = (self.cc.window(), self.cc.ssthresh());
+                self.cc.set_window(now, w, ssthresh);
+            }
             self.ka.left_by = Some(super::LeftBy::Silence);
             self.change_mode(now, Mode::Tcp, ModeReason::Silence);
         }

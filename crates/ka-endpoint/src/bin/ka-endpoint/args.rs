@@ -156,6 +156,13 @@ pub struct Common {
     #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10ms")]
     pub ka_silence_floor: Duration,
 
+    /// Leave KA mode by silence at the window in flight, as the paper does, instead of
+    /// reducing it as for one loss. By default a silent router is taken as congestion (a KA
+    /// router falls silent when legacy traffic has filled half its queue), so the flow
+    /// enters TCP mode as a TCP flow that has just seen congestion would.
+    #[arg(long)]
+    pub ka_silence_keep_window: bool,
+
     /// ECN (RFC 3168). `--ecn` alone = `on`: ask for ECN when connecting (and accept it when
     /// asked); ECN connections send data ECT(0), and a CE mark then counts as congestion —
     /// the window is cut once per RTT, and a KA sender leaves KA mode as after a loss.
@@ -326,6 +333,7 @@ impl Common {
         stack.tcp.hystart = self.hystart;
         stack.tcp.tlp = !self.no_tlp;
         stack.tcp.ka.silence_floor = self.ka_silence_floor;
+        stack.tcp.ka.silence_backoff = !self.ka_silence_keep_window;
         if let Some(b) = self.buffer {
             let b = usize::try_from(b).unwrap_or(usize::MAX);
             stack.tcp.send_buffer = b;
@@ -433,6 +441,14 @@ mod tests {
         assert!(!cfg.stack.tcp.hystart, "plain slow start by default");
         assert!(cfg.stack.tcp.tlp, "tail loss probes by default");
         assert_eq!(cfg.stack.tcp.ka.silence_floor, Duration::from_millis(10));
+        assert!(cfg.stack.tcp.ka.silence_backoff, "silence is congestion");
+        assert!(
+            !send_config(&["--ka-silence-keep-window"])
+                .stack
+                .tcp
+                .ka
+                .silence_backoff
+        );
         assert_eq!(cfg.tun_queue_len, 4096, "Linux's 500 overflows at Gbit/s");
         assert_eq!(
             s.common.device.kernel_side().unwrap(),
