@@ -9,7 +9,9 @@
 #   examples/legacy/sim.sh [--rate-mbps 20] [--rtt-ms 40] [--queues "100 1000"]
 #                          [--competitors "tcp-cubic tcp-bbr tcp-newreno"]
 #                          [--joins "2.0 2.2 … 6.0"] [--bytes 12000000]
-#                          [--df-hint true] [--out results.txt] [--jobs 2]
+#                          [--df-hint true] [--ka-cc cubic]
+#                          [--ka-silence-backoff true] [--out results.txt]
+#                          [--jobs 2]
 #
 # ka-sim runs are deterministic, so one join time is one sample of where
 # in the competitor's sawtooth the subject arrives; the joins (default
@@ -19,19 +21,24 @@
 # goodput against CUBIC's in its place; the criterion asks ≥ 0.8) and of
 # competitor(KA) / competitor(CUBIC) (≥ 0.9), and how many joins meet each.
 # --df-hint false judges the legacy flows by behaviour alone (the testbed's
-# DF-clear case). Each run's line is appended to --out as it ends:
+# DF-clear case). --ka-cc is what the KA flow runs in TCP mode: cubic,
+# as the ka-endpoint binary the testbed runs (DESIGN §6.4), or newreno,
+# the paper's (ka-sim's default for `ka` flows); --ka-silence-backoff true
+# reduces the KA flow's window as for one loss when it leaves KA mode by
+# silence, as the binary does (DESIGN §6.3.1; false is the paper's rule
+# and ka-sim's default). Each run's line is appended to --out as it ends:
 #   join QUEUE COMPETITOR SUBJECT JOIN_S SUBJECT_MBPS COMPETITOR_MBPS
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
 RATE_MBPS=20 RTT_MS=40 QUEUES="100 1000" COMPETITORS="tcp-cubic tcp-bbr tcp-newreno"
-JOINS="$(seq -f %.1f 2.0 0.2 6.0 | tr '\n' ' ')" BYTES=12000000 DF_HINT=true OUT="" JOBS=2
-parse_options "rate-mbps rtt-ms queues competitors joins bytes df-hint out jobs" "$@"
+JOINS="$(seq -f %.1f 2.0 0.2 6.0 | tr '\n' ' ')" BYTES=12000000 DF_HINT=true KA_CC=cubic KA_SILENCE_BACKOFF=true OUT="" JOBS=2
+parse_options "rate-mbps rtt-ms queues competitors joins bytes df-hint ka-cc ka-silence-backoff out jobs" "$@"
 OUT="${OUT:-$(mktemp -t ka-legacy-sim.XXXXXX.txt)}"
 WORK="$(mktemp -d -t ka-legacy-sim.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 release_build -p ka-sim --bin ka-sim
 mkdir -p "$(dirname "$OUT")" && touch "$OUT"
-export SIM="$TARGET/release/ka-sim" WORK OUT RATE_MBPS RTT_MS DF_HINT
+export SIM="$TARGET/release/ka-sim" WORK OUT RATE_MBPS RTT_MS DF_HINT KA_CC KA_SILENCE_BACKOFF
 export PKTS=$(( (BYTES + 1447) / 1448 ))
 
 one() { # queue competitor subject join
@@ -45,6 +52,8 @@ duration_s = 120.0
 
 [tcp]
 hystart = true
+ka_cc = "$KA_CC"
+ka_silence_backoff = $KA_SILENCE_BACKOFF
 
 [router]
 mode.df_hint = $DF_HINT

@@ -88,6 +88,26 @@ pub struct TcpKnobs {
     /// sets 60 MB so the endpoints' own windows never limit). Default
     /// 4 MiB; 64 KiB … 1 GiB.
     pub buffer_bytes: Option<usize>,
+    /// What `ka` flows run in TCP mode: `"newreno"` (the default, the
+    /// paper's ns-3 TCP) or `"cubic"` (the `ka-endpoint` binary's
+    /// default, DESIGN §6.4). Other kinds are not affected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ka_cc: Option<KaCc>,
+    /// Leaving KA mode by silence reduces the window as one loss would
+    /// (`ka_endpoint::KaConfig::silence_backoff`, DESIGN §6.3.1). Default
+    /// false (the paper's rule); the `ka-endpoint` binary sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ka_silence_backoff: Option<bool>,
+}
+
+/// The TCP-mode congestion control of `ka` flows (`[tcp] ka_cc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KaCc {
+    /// NewReno (RFC 6582), the paper's fallback.
+    Newreno,
+    /// CUBIC (RFC 9438), as the `ka-endpoint` binary by default.
+    Cubic,
 }
 
 impl TcpKnobs {
@@ -119,6 +139,8 @@ impl TcpKnobs {
             ecn: self.ecn.or(b.ecn),
             quick_ack_first_data: self.quick_ack_first_data.or(b.quick_ack_first_data),
             buffer_bytes: self.buffer_bytes.or(b.buffer_bytes),
+            ka_cc: self.ka_cc.or(b.ka_cc),
+            ka_silence_backoff: self.ka_silence_backoff.or(b.ka_silence_backoff),
         }
     }
 
@@ -189,6 +211,18 @@ impl TcpKnobs {
         }
         if let Some(v) = self.clock_granularity_ms {
             t.clock_granularity = ms(v);
+        }
+        if let Some(v) = self.ka_silence_backoff {
+            t.ka.silence_backoff = v;
+        }
+        if let Some(v) = self.ka_cc {
+            // only KA senders (not the native-RCP carrier)
+            if t.ka.enabled && !t.ka.native_rcp {
+                t.cc = match v {
+                    KaCc::Newreno => ka_endpoint::CcAlgorithm::NewReno,
+                    KaCc::Cubic => ka_endpoint::CcAlgorithm::Cubic,
+                };
+            }
         }
     }
 }

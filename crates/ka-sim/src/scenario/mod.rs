@@ -45,7 +45,7 @@ mod tests;
 mod topology;
 
 pub use group::{FlowKind, Group, RttSpec, Workload};
-pub use knobs::TcpKnobs;
+pub use knobs::{KaCc, TcpKnobs};
 pub use profile::{NS2_WINDOW_BYTES, TcpProfile};
 pub use topology::{Access, Dumbbell, Hop, KaLegacy, Line, ParkingLot, PortKind, Topology};
 
