@@ -482,7 +482,7 @@ fn ka_beside_kernel_bbr_leaves_bbr_its_share() {
 /// on every run: the KA flow ≥ 0.8× a CUBIC flow in its place (measured
 /// 1.5–1.9×). At the edge: the competitor ≥ 0.9× its goodput beside CUBIC
 /// (with the silence backoff of DESIGN §6.3.1, measured 0.91–0.92 with
-/// 12 MB subjects and 0.89 with the 6 MB here; before it 0.82–0.84 and
+/// 12 MB subjects and 0.88–0.90 with the 6 MB here; before it 0.82–0.84 and
 /// 0.85–0.89): a kernel CUBIC newcomer, whose HyStart ends slow start at
 /// the first delay rise, gets 2.6–3.2 Mbit/s beside the incumbent in the
 /// 1000-packet (15-BDP) queue, the KA flow 4.4–4.7, and what it gets more
@@ -527,8 +527,8 @@ fn ka_beside_kernel_cubic_df_set() {
     );
 }
 
-/// Reno: the full criterion on one run (measured: holds in 2 of 3,
-/// (1.12–1.13, 0.98–0.99); docs/RESULTS.md).
+/// Reno: the full criterion on one run (measured: holds in 4 of 5,
+/// (1.12–1.14, 0.97–0.99); docs/RESULTS.md).
 #[test]
 #[ignore = "measurement (about 60 s); docs/RESULTS.md, Legacy traffic"]
 fn ka_beside_kernel_reno() {
