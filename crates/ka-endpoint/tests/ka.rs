@@ -125,14 +125,23 @@ fn set_eraser(net: &mut Net, on: bool) {
     }
 }
 
-#[test]
-fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
-    let mut net = ka_net(22);
+/// [`ka_net`] with `tcp` on both ends and a signal eraser after the port
+/// (off): a 12 MB flow run for 2 s, in KA mode by then.
+fn ka_flow_before_an_eraser(tcp: ka_endpoint::TcpConfig) -> (Net, ka_endpoint::ConnHandle) {
+    let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 22);
+    let now = net.now;
+    net.ab.hops.push(Hop::port(port_cfg(), now));
     net.ab.hops.push(Hop::eraser());
     let h = net.connect(5001);
     net.send_bulk(Side::A, h, payload(12_000_000, 6), false);
     net.run_for(Duration::from_secs(2));
     assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+    (net, h)
+}
+
+#[test]
+fn silence_falls_back_to_tcp_and_signal_returns_to_ka() {
+    let (mut net, h) = ka_flow_before_an_eraser(test_tcp());
     // the path stops signalling (a reassembling middlebox after the port)
     set_eraser(&mut net, true);
     let t_off = net.elapsed();
@@ -200,14 +209,7 @@ fn silence_backoff_enters_tcp_mode_one_decrease_below_the_flight() {
         let mut tcp = test_tcp();
         tcp.cc = ka_endpoint::CcAlgorithm::Cubic;
         tcp.ka.silence_backoff = backoff;
-        let mut net = Net::new(stack_cfg(1, tcp), stack_cfg(2, tcp), ONE_WAY, 22);
-        let now = net.now;
-        net.ab.hops.push(Hop::port(port_cfg(), now));
-        net.ab.hops.push(Hop::eraser());
-        let h = net.connect(5001);
-        net.send_bulk(Side::A, h, payload(12_000_000, 6), false);
-        net.run_for(Duration::from_secs(2));
-        assert_eq!(net.a.conn(h).unwrap().mode(), Mode::Ka);
+        let (mut net, h) = ka_flow_before_an_eraser(tcp);
         set_eraser(&mut net, true);
         assert!(
             net.run_until(Duration::from_secs(1), |n| n.a.conn(h).unwrap().mode()
