@@ -437,3 +437,54 @@ fn timestamps_that_run_backwards_never_make_a_flow_end_before_it_starts() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A leading fragment of 24 bytes (the smallest codes) cuts a 32-byte TCP
+/// header (timestamps) in two: its trailing piece still completes the
+/// segment, so the flow's size counts every byte, the last segment's too.
+#[test]
+fn a_leading_fragment_inside_the_tcp_header_still_counts_its_segment() {
+    let dir = scratch("short-leading");
+    let ms = Duration::from_millis;
+    let ts = TcpOptions {
+        timestamps: Some((1, 2)),
+        ..TcpOptions::default()
+    };
+    let mut flow = vec![
+        (
+            ms(0),
+            packet(A, B, (100, 0), 0x02, TcpOptions::default(), &[], false, 1),
+        ),
+        (
+            ms(40),
+            packet(B, A, (900, 101), 0x12, TcpOptions::default(), &[], false, 1),
+        ),
+    ];
+    let wanted = Code::from_len(24).unwrap();
+    let sizes = [DATA - 12, DATA - 12, 224];
+    let mut seq = 101u32;
+    for (i, &n) in sizes.iter().enumerate() {
+        let p = packet(
+            A,
+            B,
+            (seq, 901),
+            0x10,
+            ts,
+            &vec![3; n],
+            false,
+            10 + i as u16,
+        );
+        let (a, b) = stamp_ipv4_with(&StampConfig::default(), p, wanted).into_pieces();
+        assert_eq!(a.len(), 20 + 24, "the leading fragment carries 24 bytes");
+        let t = ms(50 + 10 * i as u64);
+        flow.push((t, a));
+        flow.push((t + Duration::from_micros(100), b.expect("split")));
+        seq += n as u32;
+    }
+    let bytes = pcap_bytes(&flow, &dir);
+    analyse(&bytes, &dir.join("out"), &Options::default()).unwrap();
+    let flows = lines(&dir.join("out").join("flows.csv"));
+    let f: Vec<&str> = flows[1].split(',').collect();
+    let total: usize = sizes.iter().sum();
+    assert_eq!((f[2], f[3]), ("3", total.to_string().as_str()), "{flows:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -565,13 +565,14 @@ impl<W: Write> Analysis<W> {
                 d.fin.get_or_insert(t);
             }
             // Sequence space this segment covers (a leading fragment: the
-            // part it carries; its last trailing piece completes it).
+            // part it carries, nothing when it ends inside the header; its
+            // last trailing piece completes it).
             let seg_len = tcp
                 .payload_len
                 .or_else(|| p.leading_len.map(|l| l.saturating_sub(tcp.header_len)))
                 .unwrap_or(0);
             let is_data = seg_len > 0 || p.leading_len.is_some();
-            if is_data && tcp.full_header {
+            if is_data && (tcp.full_header || tcp.header_len > 0) {
                 d.data_pkts += 1;
                 let df = p.df && p.indicator.is_none();
                 d.df_data_pkts += u64::from(df);

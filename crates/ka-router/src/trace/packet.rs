@@ -82,7 +82,8 @@ pub struct TcpInfo {
     pub payload_len: Option<usize>,
     /// Header complete (options parsed).
     pub full_header: bool,
-    /// TCP header length (0 unless `full_header`).
+    /// TCP header length from the data offset (0 if the header is cut
+    /// before it or the offset is below 20).
     pub header_len: usize,
     /// KA-Permitted.
     pub ka_permitted: bool,
@@ -267,7 +268,10 @@ fn tcp(p: &LaxIpPayloadSlice<'_>, segment_len: Option<usize>) -> Option<TcpInfo>
             tcp_options(h.options(), &mut t);
             Some(t)
         }
-        // A leading fragment shorter than the header still has the ports.
+        // A leading fragment shorter than the header still has the ports,
+        // and from 13 bytes on the header's length (data offset), which a
+        // trailing piece needs to tell where the segment ends: a KA code
+        // of 24 bytes cuts a 32-byte header (timestamps) in two.
         Err(_) => Some(TcpInfo {
             sport: u16::from_be_bytes(b.get(0..2)?.try_into().ok()?),
             dport: u16::from_be_bytes(b.get(2..4)?.try_into().ok()?),
@@ -275,6 +279,11 @@ fn tcp(p: &LaxIpPayloadSlice<'_>, segment_len: Option<usize>) -> Option<TcpInfo>
                 .get(4..8)
                 .and_then(|s| s.try_into().ok())
                 .map_or(0, u32::from_be_bytes),
+            header_len: b
+                .get(12)
+                .map(|o| usize::from(o >> 4) * 4)
+                .filter(|&n| n >= 20)
+                .unwrap_or(0),
             ..TcpInfo::default()
         }),
     }
