@@ -443,8 +443,22 @@ impl Connection {
     /// Copies received in-order bytes into `buf`; returns the count (0 when
     /// nothing is readable; see [`Connection::is_eof`]).
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.consume(|b| b.read(buf))
+    }
+
+    /// Drops up to `max` received in-order bytes without copying them out
+    /// (an application that only counts what arrives: a discard server,
+    /// the simulator's receivers); returns the count. The window opens
+    /// exactly as after a [`Connection::read`] of as many bytes.
+    pub fn discard(&mut self, max: usize) -> usize {
+        self.consume(|b| b.discard(max))
+    }
+
+    /// Takes bytes out of the receive buffer with `take` and sends a
+    /// window update if that moved the right edge by a useful amount.
+    fn consume(&mut self, take: impl FnOnce(&mut RecvBuffer) -> usize) -> usize {
         let before_right = self.rcv_nxt + self.rcvbuf.free() as u64;
-        let n = self.rcvbuf.read(buf);
+        let n = take(&mut self.rcvbuf);
         self.readable_signalled = false;
         if n > 0 && self.state.is_synchronized() && !self.fin_received {
             // window update if the right edge moves by a useful amount

@@ -78,6 +78,14 @@ impl RecvBuffer {
         !self.ooo.is_empty()
     }
 
+    /// Drops up to `max` readable bytes.
+    pub fn discard(&mut self, max: usize) -> usize {
+        let n = max.min(self.data.len());
+        self.data.drain(..n);
+        super::send::shrink_idle_bytes(&mut self.data);
+        n
+    }
+
     /// Copies readable bytes out.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let n = out.len().min(self.data.len());
@@ -280,6 +288,20 @@ mod tests {
 
     fn bytes(range: std::ops::Range<u64>) -> Vec<u8> {
         range.map(|i| i as u8).collect()
+    }
+
+    #[test]
+    fn discard_drops_what_read_would_copy() {
+        let mut rb = RecvBuffer::new(1000, 8);
+        let mut nxt = 1u64;
+        rb.insert(&mut nxt, 1, &bytes(1..101), 1001);
+        assert_eq!(rb.discard(30), 30);
+        assert_eq!(rb.free(), 1000 - 70);
+        let mut out = vec![0u8; 10];
+        assert_eq!(rb.read(&mut out), 10);
+        assert_eq!(out, bytes(31..41));
+        assert_eq!(rb.discard(1000), 60);
+        assert_eq!((rb.discard(5), rb.readable(), rb.free()), (0, 0, 1000));
     }
 
     #[test]
