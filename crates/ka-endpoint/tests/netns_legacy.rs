@@ -20,7 +20,8 @@
 //! competitor), `KA_LEGACY_QUEUE` (the router's `--queue`),
 //! `KA_LEGACY_KA_CC` (the KA senders' `--cc`, what they run in TCP mode;
 //! the endpoint's default, CUBIC, when unset), `KA_LEGACY_KA_ARGS` (more
-//! options for the KA senders, split at whitespace). Numbers and
+//! options for the KA senders, split at whitespace),
+//! `KA_LEGACY_ROUTER_ARGS` (more router options, likewise). Numbers and
 //! commands: docs/RESULTS.md, "Legacy traffic". Needs root,
 //! `/dev/net/tun` and iproute2; skipped loudly otherwise.
 
@@ -380,6 +381,9 @@ fn coexist(test: &str, c: Competitor, n: usize, bytes: usize) -> Option<(Run, Ru
     if let Some(q) = &queue {
         args.extend(["--queue", q.as_str()]);
     }
+    // `KA_LEGACY_ROUTER_ARGS`: more router options, split at whitespace
+    let extra = std::env::var("KA_LEGACY_ROUTER_ARGS").unwrap_or_default();
+    args.extend(extra.split_whitespace());
     let mut tb = endpoint_testbed(test, &args)?;
     let (mut recv, ka_to) = endpoint_receiver(&tb);
     // a warm-up flow: the router's RCP converges on C (see netns.rs)
