@@ -15,8 +15,8 @@
 #                                      4x-cubic 4x-cubic-df-clear 4x-reno"]
 #                            [--out results.txt]
 #
-# Root only (namespaces, TUN). One case run is 40–50 s (1 + 1) or 1–2 min
-# (4 + 4): the defaults take about 25 minutes. Run it on a quiet host:
+# Root only (namespaces, TUN). One case run is 30–65 s (1 + 1) or 1.5–2.2 min
+# (4 + 4): the defaults take about 32 minutes. Run it on a quiet host:
 # the flows share two cores with the router and the endpoints. --bytes is
 # each subject flow's size (12 MB: the competitor is alone for 3 s, the
 # subject joins and the goodputs are taken over its lifetime).
