@@ -531,7 +531,7 @@ fn ka_beside_kernel_cubic_df_set() {
     );
 }
 
-/// Reno: the full criterion on one run (measured: holds in 4 of 5,
+/// Reno: the full criterion on one run (measured: holds in 7 of 8,
 /// (1.12–1.14, 0.97–0.99); docs/RESULTS.md).
 #[test]
 #[ignore = "measurement (about 60 s); docs/RESULTS.md, Legacy traffic"]
