@@ -356,6 +356,16 @@ pub struct StackConfig {
     pub ttl: u8,
     /// Fragment reassembly limits.
     pub reassembly: ReassemblyConfig,
+    /// Leave the TCP checksum of every segment the stack's connections
+    /// send to the device — a device capability, so it holds whatever
+    /// [`TcpConfig`] a connection was opened with: the field holds the
+    /// pseudo-header's sum (as the kernel's own TCP leaves a
+    /// `CHECKSUM_PARTIAL` packet) instead of the full checksum, which saves
+    /// a pass over every payload byte. Only for packets written through
+    /// something that completes it: a TUN device with offloads, written
+    /// through `ka_io::runs::RunWriter`, as the driver does with
+    /// `DriverConfig::offload` (DESIGN §6.10). Default false.
+    pub checksum_offload: bool,
 }
 
 impl Default for StackConfig {
@@ -369,6 +379,7 @@ impl Default for StackConfig {
             max_queued_rsts: 64,
             ttl: 64,
             reassembly: ReassemblyConfig::default(),
+            checksum_offload: false,
         }
     }
 }

@@ -151,3 +151,55 @@ fn coalesced_segments_deliver_the_bytes_and_are_acked_as_a_unit() {
         "a plain packet's checksum counts"
     );
 }
+
+/// `StackConfig::checksum_offload`: every TCP segment leaves with the
+/// pseudo-header's sum in its checksum field (what a device with offloads
+/// completes), on every connection whatever its own `TcpConfig`; completed
+/// as the kernel completes it, each is the segment a stack without the
+/// option sends.
+#[test]
+fn checksum_offload_leaves_the_pseudo_header_sum_for_the_device() {
+    let secret = [3u8; 16];
+    let now = Instant::now();
+    let plain = StackConfig::deterministic(secret);
+    let offload = StackConfig {
+        checksum_offload: true,
+        ..StackConfig::deterministic(secret)
+    };
+    let local: SocketAddr = "10.0.0.1:40000".parse().expect("address");
+    let remote: SocketAddr = "10.0.0.2:5001".parse().expect("address");
+    let mut buf = vec![0u8; 1500];
+    let mut sent = Vec::new();
+    for cfg in [plain, offload] {
+        let mut s = Stack::new(cfg, now);
+        // a per-connection TcpConfig does not turn the capability off
+        s.connect_with(now, local, remote, TcpConfig::default())
+            .expect("connect");
+        let n = s.poll_transmit(now, &mut buf).expect("a SYN");
+        sent.push(buf[..n].to_vec());
+    }
+    let (full, mut partial) = (sent[0].clone(), sent[1].clone());
+    assert_ne!(full, partial, "the checksum field differs");
+    let (ihl, _, _) = geometry(&partial);
+    // what the device does: the field is the start of the sum
+    let tcp_len = (partial.len() - ihl) as u32;
+    let mut pseudo = ka_codec::wire::checksum::pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 6, tcp_len);
+    while pseudo > 0xffff {
+        pseudo = (pseudo & 0xffff) + (pseudo >> 16);
+    }
+    let field = u16::from_be_bytes([partial[ihl + 16], partial[ihl + 17]]);
+    assert_eq!(
+        field, pseudo as u16,
+        "the field holds the folded pseudo-header sum"
+    );
+    partial[ihl + 16..ihl + 18].copy_from_slice(&[0, 0]);
+    let c = ka_codec::wire::checksum::finish(ka_codec::wire::checksum::sum(
+        &partial[ihl..],
+        u32::from(field),
+    ));
+    partial[ihl + 16..ihl + 18].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(
+        partial, full,
+        "completed, it is the segment with its full checksum"
+    );
+}

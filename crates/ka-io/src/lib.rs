@@ -10,6 +10,7 @@
 //!   and read the kernel's drops in front of a device's reader;
 //! * [`offload`] — batched reads and coalesced writes of a TUN device
 //!   opened with the kernel's segmentation offloads (line rate);
+//! * [`runs`] — a sender's own TCP segments written as super-packets;
 //! * [`pacing`] — sleep-then-spin waits that meet µs departure times:
 //!   [`pacing::Pacer`] on a channel, [`pacing::wait_readable`] on file
 //!   descriptors, [`pacing::tighten_timer_slack`] for the pacing threads;
@@ -35,4 +36,5 @@ pub mod cli;
 pub mod host;
 pub mod offload;
 pub mod pacing;
+pub mod runs;
 pub mod tun;

@@ -229,7 +229,7 @@ fn ip_header_len(packet: &[u8]) -> Option<(usize, bool)> {
 
 /// Sets the IP length field(s) of `packet` to its buffer's length and the
 /// IPv4 header checksum to match.
-fn fix_ip_lengths(packet: &mut [u8]) -> io::Result<()> {
+pub(crate) fn fix_ip_lengths(packet: &mut [u8]) -> io::Result<()> {
     let bad = || io::Error::new(io::ErrorKind::InvalidInput, "super-packet too long");
     let len = packet.len();
     let (ihl, v6) = ip_header_len(packet).ok_or_else(bad)?;
@@ -260,7 +260,7 @@ fn fix_ip_lengths(packet: &mut [u8]) -> io::Result<()> {
 
 /// `CHECKSUM_PARTIAL`: the field at `start + offset` holds the
 /// pseudo-header's sum; the checksum over `start..` completes it.
-fn complete_checksum(packet: &mut [u8], start: u16, offset: u16) -> io::Result<()> {
+pub(crate) fn complete_checksum(packet: &mut [u8], start: u16, offset: u16) -> io::Result<()> {
     let bad = || io::Error::new(io::ErrorKind::InvalidInput, "bad checksum offsets");
     let (start, at) = (usize::from(start), usize::from(start) + usize::from(offset));
     let field = packet.get(at..at + 2).ok_or_else(bad)?;
@@ -285,32 +285,46 @@ fn complete_checksum(packet: &mut [u8], start: u16, offset: u16) -> io::Result<(
 /// sum over the whole TCP length, as the kernel's own TSO leaves it) it
 /// stores in `packet` for the kernel to complete per segment.
 fn gso_header(packet: &mut [u8], size: u16) -> Option<VirtioNetHdr> {
+    partial_checksum_header(packet, Some(size))
+}
+
+/// The `virtio_net_hdr` that has the kernel complete TCP packet `packet`'s
+/// checksum (`NEEDS_CSUM`; the pseudo-header's sum over the whole TCP
+/// length goes into the checksum field, as the kernel's own TCP leaves
+/// it) and, with `size`, cut it into `size`-byte segments (TSO).
+pub(crate) fn partial_checksum_header(
+    packet: &mut [u8],
+    size: Option<u16>,
+) -> Option<VirtioNetHdr> {
     let (l4, v6) = ip_header_len(packet)?;
     let tcp_hl = usize::from(packet.get(l4 + 12)? >> 4) * 4;
     let flags = *packet.get(l4 + 13)?;
     let tcp_len = u32::try_from(packet.len().checked_sub(l4)?).ok()?;
-    let (addrs, proto_len) = if v6 {
-        (packet.get(8..40)?, tcp_len)
+    let addrs = if v6 {
+        packet.get(8..40)?
     } else {
-        (packet.get(12..20)?, tcp_len)
+        packet.get(12..20)?
     };
-    let pseudo = sum(addrs, 6 + (proto_len >> 16) + (proto_len & 0xFFFF));
+    let pseudo = sum(addrs, 6 + (tcp_len >> 16) + (tcp_len & 0xFFFF));
     packet
         .get_mut(l4 + TCP_CSUM..l4 + TCP_CSUM + 2)?
         .copy_from_slice(&(!finish(pseudo)).to_be_bytes());
-    let mut gso_type = if v6 {
-        VIRTIO_NET_HDR_GSO_TCPV6
-    } else {
-        VIRTIO_NET_HDR_GSO_TCPV4
+    let gso_type = match size {
+        None => GSO_NONE,
+        Some(_) => {
+            let t = if v6 {
+                VIRTIO_NET_HDR_GSO_TCPV6
+            } else {
+                VIRTIO_NET_HDR_GSO_TCPV4
+            };
+            if flags & 0x80 != 0 { t | GSO_ECN } else { t }
+        }
     };
-    if flags & 0x80 != 0 {
-        gso_type |= GSO_ECN;
-    }
     Some(VirtioNetHdr {
         flags: F_NEEDS_CSUM,
         gso_type,
         hdr_len: u16::try_from(l4 + tcp_hl).ok()?,
-        gso_size: size,
+        gso_size: size.unwrap_or(0),
         csum_start: u16::try_from(l4).ok()?,
         csum_offset: TCP_CSUM as u16,
     })

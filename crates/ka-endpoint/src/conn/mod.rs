@@ -98,6 +98,9 @@ struct PendingRst {
 #[derive(Debug)]
 pub struct Connection {
     cfg: TcpConfig,
+    /// The stack's device completes TCP checksums
+    /// (`StackConfig::checksum_offload`).
+    checksum_offload: bool,
     local: SocketAddr,
     remote: SocketAddr,
     ip_header_len: usize,
@@ -236,6 +239,7 @@ impl Connection {
             cfg.recv_buffer.min(65_535)
         };
         Connection {
+            checksum_offload: false,
             local: init.local,
             remote: init.remote,
             ip_header_len,

@@ -472,7 +472,14 @@ impl Connection {
         !(INDICATOR_BASE..=INDICATOR_MAX).contains(&ip_total)
     }
 
-    /// Builds and checksums one segment into `buf`.
+    /// Whether the device completes this connection's TCP checksums (set by
+    /// the stack from `StackConfig::checksum_offload`).
+    pub(crate) fn set_checksum_offload(&mut self, on: bool) {
+        self.checksum_offload = on;
+    }
+
+    /// Builds and checksums one segment into `buf` (only the pseudo-header's
+    /// share of the checksum with `StackConfig::checksum_offload`).
     fn emit(&mut self, now: Instant, buf: &mut [u8], seg: Seg) -> Option<Transmit> {
         let has_ack = seg.flags & ACK != 0;
         let window = if seg.flags & SYN != 0 {
@@ -507,7 +514,13 @@ impl Connection {
             }
         }
         repr.emit(out.get_mut(..hl)?, &[], 0).ok()?;
-        TcpPacket::new_unchecked(&mut *out).fill_checksum(self.pseudo(total));
+        if self.checksum_offload {
+            // the device completes it (`StackConfig::checksum_offload`)
+            let partial = !checksum::finish(self.pseudo(total));
+            out.get_mut(16..18)?.copy_from_slice(&partial.to_be_bytes());
+        } else {
+            TcpPacket::new_unchecked(&mut *out).fill_checksum(self.pseudo(total));
+        }
         if let Some(rate) = repr.options.ka_rate {
             self.ka.echoed_count = Some(rate.count);
         }

@@ -23,8 +23,9 @@
 
 use super::shared::Shared;
 use crate::conn::State;
-use ka_io::offload::{CoalescingWriter, SegmentReader};
+use ka_io::offload::SegmentReader;
 use ka_io::pacing::{Pacer, PollFd, PollFlags, wait_readable};
+use ka_io::runs::RunWriter;
 use ka_io::tun::MAX_PACKET;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
@@ -203,7 +204,7 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
         offload,
     } = io;
     let mtu = tun.mtu().unwrap_or(1500);
-    let mut coalescing = offload.then(CoalescingWriter::new);
+    let mut runs = offload.then(RunWriter::new);
     let _guard = ExitGuard(shared.clone());
     if let Err(e) = ka_io::pacing::tighten_timer_slack() {
         tracing::warn!("driver thread: timer slack unchanged: {e}");
@@ -257,6 +258,10 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
         let read = reader.read_batch(Some(&tun), &mut input, &mut spare, &mut read_errors);
         let input_full = input.len() >= MAX_INPUT_BATCH;
         let more;
+        // Writes that failed while the batch was being collected (a full
+        // writer flushes itself): how many, and the first.
+        let mut early_errors = 0u64;
+        let mut write_error: Option<io::Error> = None;
         {
             let mut inner = shared.lock();
             if let Some(l) = late
@@ -295,27 +300,42 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
             if inner.stack.poll_timeout().is_some_and(|t| t <= now) {
                 inner.stack.handle_timeout(now);
             }
+            // With offloads the packets go straight into the writer's
+            // runs (one copy); without, into buffers written one by one.
+            let mut polled = 0usize;
             loop {
                 inner.after_io(now);
-                let before = out.len();
-                while out.len() < MAX_BATCH {
+                let before = polled;
+                while polled < MAX_BATCH {
                     let Some(n) = inner.stack.poll_transmit(now, &mut buf) else {
                         break;
                     };
-                    let mut p = spare.pop().unwrap_or_default();
-                    p.clear();
-                    p.extend_from_slice(buf.get(..n).unwrap_or(&[]));
-                    out.push(p);
+                    let packet = buf.get(..n).unwrap_or(&[]);
+                    polled += 1;
+                    match &mut runs {
+                        Some(w) => {
+                            if let Err(e) = w.push(&tun, packet) {
+                                early_errors += 1;
+                                write_error.get_or_insert(e);
+                            }
+                        }
+                        None => {
+                            let mut p = spare.pop().unwrap_or_default();
+                            p.clear();
+                            p.extend_from_slice(packet);
+                            out.push(p);
+                        }
+                    }
                 }
-                if out.len() == before || out.len() >= MAX_BATCH {
+                if polled == before || polled >= MAX_BATCH {
                     break;
                 }
             }
-            more = out.len() >= MAX_BATCH || input_full;
-            inner.stats.packets_out += out.len() as u64;
+            more = polled >= MAX_BATCH || input_full;
+            inner.stats.packets_out += polled as u64;
             // The writer's running totals, as of the previous iteration's
             // writes (this thread owns the writer for the driver's life).
-            if let Some(w) = &coalescing {
+            if let Some(w) = &runs {
                 let g = w.gso_counts();
                 inner.stats.gso_writes = g.writes;
                 inner.stats.gso_segments = g.segments;
@@ -326,7 +346,7 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
                 inner.stack.poll_timeout()
             };
         }
-        let mut write_errors = 0u64;
+        let mut write_errors = early_errors.saturating_sub(1);
         // EIO: the device's kernel side is down (e.g. not yet moved into
         // its namespace); count and carry on, logging the first only.
         let mut failed = |e: io::Error| {
@@ -336,18 +356,17 @@ pub(crate) fn run(shared: Arc<Shared>, io: DeviceIo, pacer: Pacer) {
                 eio_logged = true;
             }
         };
+        if let Some(e) = write_error.take() {
+            failed(e);
+        }
         for p in out.drain(..) {
-            let written = match &mut coalescing {
-                Some(w) => w.push(&tun, &p).map(|_| ()),
-                None => writer.write(&p).map(|_| ()),
-            };
-            if let Err(e) = written {
+            if let Err(e) = writer.write(&p) {
                 failed(e);
             }
             spare_push(&mut spare, p);
         }
-        // With offloads the round goes out now, coalesced.
-        if let Some(w) = &mut coalescing
+        // With offloads the round goes out now, as super-packets.
+        if let Some(w) = &mut runs
             && let Err(e) = w.flush(&tun)
         {
             failed(e);

@@ -121,9 +121,11 @@ pub struct DriverConfig {
     /// to [`KaStack::new`] must have been opened the same way): the kernel
     /// hands the driver TCP super-packets (each given to the stack whole,
     /// [`Stack::handle_coalesced`], DESIGN §6.10), and what the driver
-    /// writes in one round goes out coalesced, consecutive segments of a
-    /// connection in one write (see [`ka_io::offload`]; both counted in
-    /// [`DriverStats`]). For multi-Gbit/s paths. Default false.
+    /// writes in one round goes out as super-packets, consecutive segments
+    /// of a connection in one write with their checksums left to the
+    /// kernel (see [`ka_io::runs`] and [`StackConfig::checksum_offload`],
+    /// which this turns on; both counted in [`DriverStats`]). For
+    /// multi-Gbit/s paths. Default false.
     pub offload: bool,
 }
 
@@ -172,8 +174,12 @@ impl KaStack {
         let writer = File::from(tun.as_fd().try_clone_to_owned()?);
         let kernel_drops = KernelDrops::watch(&tun);
         let send_buffer = config.stack.tcp.send_buffer;
+        let mut stack_config = config.stack;
+        // With offloads every TCP packet is written with NEEDS_CSUM
+        // (`ka_io::runs`): the kernel completes the checksums.
+        stack_config.checksum_offload |= config.offload;
         let inner = Inner {
-            stack: Stack::new(config.stack, Instant::now()),
+            stack: Stack::new(stack_config, Instant::now()),
             slots: HashMap::new(),
             listeners: HashMap::new(),
             idle_wakers: Vec::new(),

@@ -271,7 +271,8 @@ impl Stack {
         })
     }
 
-    fn insert(&mut self, conn: Connection) -> ConnHandle {
+    fn insert(&mut self, mut conn: Connection) -> ConnHandle {
+        conn.set_checksum_offload(self.cfg.checksum_offload);
         let id = self.next_id;
         self.next_id += 1;
         self.by_tuple
