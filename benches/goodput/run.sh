@@ -7,7 +7,7 @@
 #
 #   benches/goodput/run.sh [--bytes 100M] [--rounds 3] [--cc newreno|cubic]
 #                          [--router-args "ARGS"] [--endpoint-args "ARGS"]
-#                          [--sender-args "ARGS"]
+#                          [--sender-args "ARGS"] [--base-endpoint BIN]
 #
 # --router-args and --endpoint-args add options (space-separated) to the
 # router and to both endpoints, --sender-args to the sending endpoint; at
@@ -16,6 +16,9 @@
 # The kernel's sender writes one zeroed buffer over and over; --sender-args
 # --static-payload makes the endpoint's sender do the same (one 64 KiB
 # block of its pattern), so neither application costs anything per byte.
+# --base-endpoint BIN adds a KA flow between two BIN endpoints (an older
+# ka-endpoint binary, e.g. built in a git worktree) to every round, right
+# before this tree's: a before/after in the same run.
 #
 # Wiring (as in docs/usage/endpoint.md): the testbed gives A
 # 10.77.0.1/24 and B 10.77.0.2/24 on the router's devices; an endpoint owns
@@ -30,14 +33,18 @@
 # Needs root and python3. Not a test.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
-BYTES=100M ROUNDS=3 CC=newreno ROUTER_ARGS="" ENDPOINT_ARGS="" SENDER_ARGS=""
-parse_options "bytes rounds cc router-args endpoint-args sender-args" "$@"
+BYTES=100M ROUNDS=3 CC=newreno ROUTER_ARGS="" ENDPOINT_ARGS="" SENDER_ARGS="" BASE_ENDPOINT=""
+parse_options "bytes rounds cc router-args endpoint-args sender-args base-endpoint" "$@"
+if [[ -n "$BASE_ENDPOINT" && ! -x "$BASE_ENDPOINT" ]]; then
+    echo "run.sh: --base-endpoint $BASE_ENDPOINT is not an executable" >&2
+    exit 2
+fi
 command -v python3 >/dev/null || { echo "run.sh: needs python3 for the kernel-TCP baseline" >&2; exit 1; }
 
 release_build -p ka-router --bin ka-router -p ka-endpoint --bin ka-endpoint
 # Linux calls NewReno "reno"
 KCC=$CC; [[ "$CC" == newreno ]] && KCC=reno
-export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC ENDPOINT_ARGS SENDER_ARGS
+export EP="$TARGET/release/ka-endpoint" BYTES ROUNDS CC KCC ENDPOINT_ARGS SENDER_ARGS BASE_ENDPOINT
 RARGS=()
 for a in $ROUTER_ARGS; do RARGS+=("--router-arg=$a"); done
 export RESULTS="$(mktemp -t ka-goodput.XXXXXX)"
@@ -53,7 +60,7 @@ import re,sys
 m=re.fullmatch(r\"(\d+)([kKmMgG]?)(i?)B?\", sys.argv[1])
 print(int(m[1]) * (1024 if m[3] else 1000) ** \" kmg\".index(m[2].lower() or \" \"))" "$BYTES")
 
-endpoints() { # $1 = label, rest = extra ka-endpoint options
+endpoints() { # $1 = label, rest = extra ka-endpoint options; $EP the binary
     local label=$1; shift
     # shellcheck disable=SC2086
     set -- "$@" $ENDPOINT_ARGS
@@ -99,6 +106,9 @@ print(t0)" "$N" "$KCC")
 }
 
 for r in $(seq "$ROUNDS"); do
+    if [[ -n "$BASE_ENDPOINT" ]]; then
+        EP="$BASE_ENDPOINT" endpoints ka-endpoint-base-ka
+    fi
     endpoints ka-endpoint-ka
     endpoints ka-endpoint-tcp --no-ka
     kernel
@@ -115,12 +125,15 @@ for line in open(sys.argv[1]):
     label, g, frac, rtx = line.split()
     rows[label].append((float(g), float(frac), int(float(rtx))))
 names = {
+    "ka-endpoint-base-ka": "base ka-endpoint -> base, KA",
     "ka-endpoint-ka": "ka-endpoint -> ka-endpoint, KA",
     "ka-endpoint-tcp": "ka-endpoint -> ka-endpoint, --no-ka",
     "kernel-tcp": "Linux TCP -> Linux TCP",
 }
-for key in ["ka-endpoint-ka", "ka-endpoint-tcp", "kernel-tcp"]:
+for key in ["ka-endpoint-base-ka", "ka-endpoint-ka", "ka-endpoint-tcp", "kernel-tcp"]:
     v = rows.get(key)
+    if not v and key == "ka-endpoint-base-ka":
+        continue
     if not v:
         print(f"  {names[key]:38} (no result)")
         continue
@@ -130,4 +143,11 @@ for key in ["ka-endpoint-ka", "ka-endpoint-tcp", "kernel-tcp"]:
     if key != "kernel-tcp":
         extra = f"  KA time {statistics.median(x[1] for x in v) * 100:.0f} %, retransmits {statistics.median(x[2] for x in v):.0f}"
     print(f"  {names[key]:38} {g / 1e6:8.1f} Mbit/s  (rounds: {per}){extra}")
+med = {k: statistics.median(x[0] for x in v) for k, v in rows.items() if v}
+if "ka-endpoint-ka" in med and "kernel-tcp" in med:
+    line = f"  KA / Linux {med['ka-endpoint-ka'] / med['kernel-tcp']:.2f}"
+    if "ka-endpoint-base-ka" in med:
+        line += f", base KA / Linux {med['ka-endpoint-base-ka'] / med['kernel-tcp']:.2f}"
+        line += f", KA / base KA {med['ka-endpoint-ka'] / med['ka-endpoint-base-ka']:.2f}"
+    print(line + " (medians)")
 EOF

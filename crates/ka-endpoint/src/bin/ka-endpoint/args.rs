@@ -191,8 +191,9 @@ pub struct Common {
     pub tun_queue: u32,
 
     /// Open the device with the kernel's segmentation offloads: TCP super-packets in (each
-    /// handed to the stack whole, as one segment that counts as its segments), each round's
-    /// segments written coalesced. For multi-Gbit/s paths; nothing changes at shaped rates.
+    /// handed to the stack whole, as one segment that counts as its segments), a connection's
+    /// consecutive segments written as one super-packet with the TCP checksum left to the
+    /// kernel. For multi-Gbit/s paths; nothing changes at shaped rates.
     #[arg(long)]
     pub offload: bool,
 
