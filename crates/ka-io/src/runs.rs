@@ -348,7 +348,8 @@ mod tests {
             if hdr.gso_type != 0 {
                 let mut segs = vec![vec![0u8; 1600]; 64];
                 let mut sizes = vec![0; 64];
-                let n = tun_rs::gso_split(packet, hdr, &mut segs, &mut sizes, 0, false).unwrap();
+                let v6 = packet[0] >> 4 == 6;
+                let n = tun_rs::gso_split(packet, hdr, &mut segs, &mut sizes, 0, v6).unwrap();
                 assert_eq!(n, usize::from(run.segments));
                 out.extend(
                     segs.iter()
@@ -378,6 +379,37 @@ mod tests {
         assert_eq!(w.runs.len(), 1);
         assert_eq!(w.runs[0].segments, 6);
         assert!(!w.runs[0].open, "a short segment ends the run");
+        assert_eq!(kernel_view(&mut w), segs);
+    }
+
+    /// [`seg`] over IPv6 (40-byte header, no extension headers).
+    fn seg6(seq: u32, payload: usize, flags: u8, fill: u8) -> Vec<u8> {
+        let v4 = seg(seq, 9, payload, flags, 0, fill);
+        let tcp = &v4[20..];
+        let mut p = vec![0u8; 40];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&(tcp.len() as u16).to_be_bytes());
+        p[6] = 6;
+        p[7] = 64;
+        p[8..24].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        p[24..40].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        p.extend_from_slice(tcp);
+        p[56..58].copy_from_slice(&[0, 0]);
+        let pseudo = sum(&p[8..40], 6 + tcp.len() as u32);
+        let c = finish(sum(&p[40..], pseudo));
+        p[56..58].copy_from_slice(&c.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn ipv6_segments_run_too() {
+        let mut segs: Vec<_> = (0..4u32)
+            .map(|i| seg6(70 + i * 1300, 1300, ACK, i as u8))
+            .collect();
+        segs.push(seg6(70 + 4 * 1300, 20, ACK | PSH | FIN, 9));
+        let mut w = writer_with(&segs);
+        assert_eq!(w.runs.len(), 1);
+        assert_eq!(w.runs[0].segments, 5);
         assert_eq!(kernel_view(&mut w), segs);
     }
 
