@@ -466,6 +466,30 @@ mod tests {
     }
 
     proptest! {
+        /// Any bytes pushed, including TCP-looking packets cut short or with
+        /// lying length fields: no panic, and every run prepares or fails
+        /// with an error.
+        #[test]
+        fn any_bytes_never_panic(
+            packets in proptest::collection::vec(
+                proptest::collection::vec(any::<u8>(), 0..200), 0..40),
+            tcp_like in any::<bool>(),
+        ) {
+            let mut w = RunWriter::new();
+            for mut p in packets {
+                if tcp_like && p.len() > 20 {
+                    p[0] = 0x45;
+                    p[9] = 6;
+                    p[6] &= 0x40;
+                    p[7] = 0;
+                }
+                w.add(&p);
+            }
+            for run in &mut w.runs {
+                let _ = prepare(run);
+            }
+        }
+
         /// Whatever a sender pushes — runs broken by gaps, short segments,
         /// PSH, FIN, other acknowledgments — the kernel gets back exactly
         /// the packets pushed, in order, checksums valid.
