@@ -2,10 +2,12 @@
 # Line rate: Linux kernel CUBIC (DF clear) through the ka gateway against the
 # kernel's own forwarding between namespaces, in interleaved rounds.
 #
-#   benches/linerate/run.sh [--rounds N] [--secs S] [--router PATH] [MODE ...]
+#   benches/linerate/run.sh [--rounds N] [--secs S] [--router PATH]
+#                           [--df clear|set] [MODE ...]
 #
 # Each round runs every MODE once (a fresh topology each time, one iperf3
-# flow of S seconds, `-C cubic`, DF cleared on the sender) and records the
+# flow of S seconds, `-C cubic`, DF cleared on the sender unless --df set:
+# Linux's default, path MTU discovery) and records the
 # receiver's goodput and, for ka-router, the router's CPU time per Gbit
 # (all its threads, /proc/PID/task/*/schedstat). At the end: the median of
 # each mode and its ratio to `kernel` measured in the same run.
@@ -27,19 +29,25 @@
 # missing). Absolute rates depend on the host's load: compare the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROUNDS=3 SECS=8 ROUTER=target/release/ka-router
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+ROUNDS=3 SECS=8 ROUTER=target/release/ka-router DF=clear
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --rounds) ROUNDS=$2; shift 2 ;;
         --secs) SECS=$2; shift 2 ;;
         --router) ROUTER=$2; shift 2 ;;
+        --df) DF=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
         *) break ;;
     esac
 done
 MODES=("$@")
+case "$DF" in
+    clear) NO_PMTU=1 ;;
+    set) NO_PMTU=0 ;;
+    *) echo "run.sh: --df takes clear or set, not $DF" >&2; exit 2 ;;
+esac
 [[ ${#MODES[@]} -gt 0 ]] || MODES=(kernel kernel-nooffload passthrough none ka-rtt)
 [[ $(id -u) -eq 0 ]] || { echo "run.sh: must run as root" >&2; exit 1; }
 for t in iperf3 ethtool ip; do
@@ -76,7 +84,7 @@ kernel() { # OFFLOAD(on|off)
     done
     ip -n "$a" route add default via 10.79.1.2; ip -n "$b" route add default via 10.79.2.2
     ip netns exec "$m" sysctl -qw net.ipv4.ip_forward=1
-    ip netns exec "$a" sysctl -qw net.ipv4.ip_no_pmtu_disc=1
+    ip netns exec "$a" sysctl -qw net.ipv4.ip_no_pmtu_disc=$NO_PMTU
     local g
     g=$(iperf "$a" "$b" 10.79.2.1)
     ip netns del "$a"; ip netns del "$b"; ip netns del "$m"
@@ -87,9 +95,9 @@ kernel() { # OFFLOAD(on|off)
 router() { # ROUTER_ARG...
     local args=()
     for x in "$@"; do args+=(--router-arg="$x"); done
-    SECS=$SECS examples/testbed/testbed.sh --router "$ROUTER" --rate 100gbit --queue 4000 "${args[@]}" -- '
+    SECS=$SECS NO_PMTU=$NO_PMTU examples/testbed/testbed.sh --router "$ROUTER" --rate 100gbit --queue 4000 "${args[@]}" -- '
         cpu() { cat /proc/$KA_ROUTER_PID/task/*/schedstat | awk "{ s += \$1 } END { printf \"%.0f\\n\", s }"; }
-        $A sysctl -qw net.ipv4.ip_no_pmtu_disc=1
+        $A sysctl -qw net.ipv4.ip_no_pmtu_disc=$NO_PMTU
         $B iperf3 -s -1 -D -p 5201 >/dev/null 2>&1; sleep 0.5
         c0=$(cpu)
         g=$($A iperf3 -c $ADDR_B -p 5201 -C cubic -t $SECS -J 2>/dev/null |
@@ -122,7 +130,7 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
-echo "line rate: ${ROUNDS} rounds of ${SECS} s, medians (load avg: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "line rate: ${ROUNDS} rounds of ${SECS} s, DF $DF, medians (load avg: $(cut -d' ' -f1-3 /proc/loadavg))"
 python3 - "$RES" <<'EOF'
 import sys, statistics
 rows = {}

@@ -301,6 +301,39 @@ fn a_stamped_segment_is_a_leading_fragment_and_its_rest_then_the_rest_leaves_who
 }
 
 #[test]
+fn a_df_set_super_packet_crosses_a_ka_port_whole_and_untouched() {
+    // Kernel TCP sets DF, which the KA stamper never splits: whole in and
+    // out whether the port stamps once per RTT or every packet, the same
+    // bytes and accounting as its segments one by one.
+    let t0 = Instant::now();
+    for every in [StampEvery::Rtt, StampEvery::Packet] {
+        let mut cfg = PortConfig::new(10_000_000_000);
+        cfg.signalling = Signalling::Ka {
+            controller: Default::default(),
+        };
+        cfg.stamp_every = every;
+        let (mut a, mut b) = ports(cfg, t0);
+        let mut ip = Ipv4Header::new(0, 64, etherparse::IpNumber::TCP, SRC4, DST4).unwrap();
+        ip.dont_fragment = true;
+        ip.identification = 3;
+        let sup = build(IpHeaders::Ipv4(ip, Default::default()), 40 * 1448, 5, (false, true, false));
+        let g = feed(&mut a, &mut b, t0, &sup, 1448);
+        assert_eq!(a.queue_len(), usize::from(g.segments()));
+        assert_same_accounting(&a, &b);
+        let end = t0 + Duration::from_secs(1);
+        let out: Vec<_> = std::iter::from_fn(|| a.poll_transmit_gso(end)).collect();
+        assert_eq!(out.len(), 2, "{every:?}: the filler, then one departure");
+        let mut sent = vec![out[0].0.clone()];
+        let (whole, wg) = &out[1];
+        let wg = wg.expect("still a super-packet");
+        assert_eq!(wg.segments(), 40);
+        sent.extend(segments(whole, wg));
+        assert_eq!(sent, drain(&mut b, t0), "{every:?}: the segments' bytes");
+        assert_same_accounting(&a, &b);
+    }
+}
+
+#[test]
 fn drop_tail_drops_the_same_segments_when_the_queue_overflows() {
     let t0 = Instant::now();
     let mut cfg = PortConfig::new(10_000_000_000);

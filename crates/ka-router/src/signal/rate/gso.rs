@@ -13,17 +13,19 @@ use crate::stats::Counters;
 
 impl RateSignal {
     /// [`Signaller::takes_gso`](crate::Signaller::takes_gso): whole when no
-    /// stage decides per packet: no carrier, or the KA carrier signalling
-    /// each flow once per interval (DESIGN §3.9) to a packet it can split
-    /// (DF clear); never with a controller that reads every packet, nor with
-    /// native RCP (its option is in every segment).
+    /// stage decides per packet: no carrier; the KA carrier signalling each
+    /// flow once per interval (DESIGN §3.9); or the KA carrier and DF set,
+    /// which it never splits (§3.4, rule 1: the kernel's TCP sets DF, and so
+    /// does a KA endpoint outside KA mode). Never with a controller that
+    /// reads every packet, nor with native RCP (its option is in every
+    /// segment).
     pub(super) fn gso_whole(&self, seg: &Segment<'_>) -> bool {
         if self.controller.wants_packets() {
             return false;
         }
         match self.carrier {
             Carrier::None => true,
-            Carrier::Ka => self.every.is_some() && !seg.dont_frag(),
+            Carrier::Ka => self.every.is_some() || seg.dont_frag(),
             Carrier::NativeRcp | Carrier::Xcp => false,
         }
     }
@@ -69,9 +71,15 @@ impl RateSignal {
                 return;
             };
             let seg = Segment::with_layout(&packet, l);
-            if seg.dont_frag() || seg.is_fragment() {
-                // Nothing the stamping interval gates (the mode changed
-                // since it was queued): each segment as `egress` takes it.
+            if seg.dont_frag() {
+                // Never split (rule 1): it leaves whole, untouched, as each
+                // of its segments would through `egress`.
+                out.push((packet, Some(gso)));
+                return;
+            }
+            if seg.is_fragment() {
+                // Nothing the stamping interval gates: each segment as
+                // `egress` takes it.
                 for p in crate::gso::segments(&packet, gso) {
                     let (a, b) = self.egress(t, p, None, counters);
                     out.push((a, None));
