@@ -316,7 +316,12 @@ fn a_df_set_super_packet_crosses_a_ka_port_whole_and_untouched() {
         let mut ip = Ipv4Header::new(0, 64, etherparse::IpNumber::TCP, SRC4, DST4).unwrap();
         ip.dont_fragment = true;
         ip.identification = 3;
-        let sup = build(IpHeaders::Ipv4(ip, Default::default()), 40 * 1448, 5, (false, true, false));
+        let sup = build(
+            IpHeaders::Ipv4(ip, Default::default()),
+            40 * 1448,
+            5,
+            (false, true, false),
+        );
         let g = feed(&mut a, &mut b, t0, &sup, 1448);
         assert_eq!(a.queue_len(), usize::from(g.segments()));
         assert_same_accounting(&a, &b);
