@@ -26,6 +26,7 @@
 
 use std::io;
 
+use ka_codec::wire::Segment;
 use tun_rs::{SyncDevice, VIRTIO_NET_HDR_LEN, VirtioNetHdr};
 
 use crate::offload::{GsoCounts, fix_ip_lengths, partial_checksum_header};
@@ -59,33 +60,25 @@ struct TcpLayout {
 }
 
 impl TcpLayout {
+    /// From the packet's one parse (`ka_codec`'s [`Segment`]): an
+    /// unfragmented TCP packet that fills its buffer, over IPv4 or over
+    /// IPv6 without extension headers (what `partial_checksum_header`
+    /// can describe); anything else is written as pushed.
     fn parse(p: &[u8]) -> Option<Self> {
-        let b0 = *p.first()?;
-        let (l4, v6) = match b0 >> 4 {
-            4 if *p.get(9)? == 6 => {
-                // not a fragment: MF clear, offset 0
-                let frag = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]);
-                if frag & 0x3fff != 0 {
-                    return None;
-                }
-                (usize::from(b0 & 0x0f) * 4, false)
-            }
-            6 if *p.get(6)? == 6 => (40, true),
-            _ => return None,
-        };
-        let tcp_hl = usize::from(p.get(l4 + 12)? >> 4) * 4;
-        if tcp_hl < 20 || l4 < 20 {
+        let seg = Segment::parse(p).ok()?;
+        let h = seg.tcp_header()?;
+        let l4 = seg.l4_offset()?;
+        let v6 = seg.is_ipv6();
+        if seg.is_fragment() || seg.total_len() != p.len() || (v6 && l4 != 40) {
             return None;
         }
-        let payload = p.len().checked_sub(l4 + tcp_hl)?;
-        let seq = u32::from_be_bytes(p.get(l4 + 4..l4 + 8)?.try_into().ok()?);
         Some(Self {
             l4,
             v6,
-            tcp_hl,
-            seq,
-            flags: *p.get(l4 + 13)?,
-            payload,
+            tcp_hl: h.header_len,
+            seq: h.seq,
+            flags: h.flags,
+            payload: seg.tcp_payload_len()?,
         })
     }
 
