@@ -28,7 +28,10 @@
 #
 # Reports goodput = bytes / FCT as the endpoint's sender sees it (connect →
 # FIN acknowledged) and, for the kernel, bytes / (connect → receiver EOF);
-# medians over the rounds. Wall-clock and host-dependent: on a shared 2-CPU
+# medians over the rounds. Beside it, the whole machine's CPU over each flow
+# (from /proc/stat, all processes and the kernel): CPU-seconds per gigabit
+# moved, split into user space and kernel (system + irq + softirq), and the
+# share of CPU time left idle — where the two paths spend the machine. Wall-clock and host-dependent: on a shared 2-CPU
 # box the two endpoints, the router and the kernels compete for CPUs.
 # Needs root and python3. Not a test.
 set -euo pipefail
@@ -60,6 +63,17 @@ import re,sys
 m=re.fullmatch(r\"(\d+)([kKmMgG]?)(i?)B?\", sys.argv[1])
 print(int(m[1]) * (1024 if m[3] else 1000) ** \" kmg\".index(m[2].lower() or \" \"))" "$BYTES")
 
+# Machine-wide CPU jiffies: user+nice, system+irq+softirq, idle+iowait,
+# then the user time of the router process.
+cpu() {
+    awk "/^cpu /{printf \"%d %d %d \", \$2+\$3, \$4+\$7+\$8, \$5+\$6}" /proc/stat
+    awk "{print \$14}" "/proc/$KA_ROUTER_PID/stat"
+}
+# CPU used between two cpu() snapshots, in seconds: "user kernel idle router-user".
+cpu_delta() { # $1 = before, $2 = after
+    python3 -c "import os,sys; hz=os.sysconf(\"SC_CLK_TCK\"); a=sys.argv[1].split(); b=sys.argv[2].split(); print(*[(int(y)-int(x))/hz for x,y in zip(a,b)])" "$1" "$2"
+}
+
 endpoints() { # $1 = label, rest = extra ka-endpoint options; $EP the binary
     local label=$1; shift
     # shellcheck disable=SC2086
@@ -67,12 +81,15 @@ endpoints() { # $1 = label, rest = extra ka-endpoint options; $EP the binary
     $B "$EP" recv --tun kaep0 --addr 10.77.0.201/30 --listen 5001 --once --cc "$CC" "$@" 2>/dev/null >/dev/null &
     local rpid=$!
     sleep 0.5
-    local j
+    local j c0
+    c0=$(cpu)
     # shellcheck disable=SC2086
     j=$($A "$EP" send --tun kaep0 --addr 10.77.0.101/30 --to 10.77.0.201:5001 --bytes "$N" \
         --cc "$CC" --json "$@" $SENDER_ARGS 2>/dev/null)
+    local c1
+    c1=$(cpu)
     wait $rpid || true
-    echo "$label $(python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(j[\"goodput_bps\"], j[\"ka_time_frac\"], j[\"retransmits\"])" "$j")" >> "$RESULTS"
+    echo "$label $(python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(j[\"goodput_bps\"], j[\"ka_time_frac\"], j[\"retransmits\"])" "$j") $N $(cpu_delta "$c0" "$c1")" >> "$RESULTS"
 }
 
 kernel() {
@@ -88,7 +105,8 @@ while True:
 print(n, time.time(), flush=True)" > "$RESULTS.k" &
     local rpid=$!
     sleep 0.5
-    local t0
+    local t0 c0 c1
+    c0=$(cpu)
     t0=$($A python3 -c "
 import socket,time,sys
 n=int(sys.argv[1]); t0=time.time()
@@ -100,8 +118,9 @@ while left > 0:
 s.shutdown(socket.SHUT_WR); s.recv(1)
 print(t0)" "$N" "$KCC")
     wait $rpid
+    c1=$(cpu)
     read -r n t1 < "$RESULTS.k"
-    echo "kernel-tcp $(python3 -c "import sys; n,t0,t1=map(float,sys.argv[1:]); print(n*8/(t1-t0), 0, 0)" "$n" "$t0" "$t1")" >> "$RESULTS"
+    echo "kernel-tcp $(python3 -c "import sys; n,t0,t1=map(float,sys.argv[1:]); print(n*8/(t1-t0), 0, 0)" "$n" "$t0" "$t1") $n $(cpu_delta "$c0" "$c1")" >> "$RESULTS"
     rm -f "$RESULTS.k"
 }
 
@@ -119,11 +138,17 @@ done
 echo
 echo "goodput through an unshaped ka-router (--rate 100gbit${ROUTER_ARGS:+ $ROUTER_ARGS}; endpoints${ENDPOINT_ARGS:+ $ENDPOINT_ARGS}${SENDER_ARGS:+; sender $SENDER_ARGS}), $BYTES per flow, cc $CC, medians of $ROUNDS rounds:"
 python3 - "$RESULTS" <<'EOF'
-import sys, statistics, collections
+import os, sys, statistics, collections
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    label, g, frac, rtx = line.split()
-    rows[label].append((float(g), float(frac), int(float(rtx))))
+    label, g, frac, rtx, n, user, kern, idle, ruser = line.split()
+    gbit = float(n) * 8 / 1e9
+    cpus = os.cpu_count()
+    # the path's cost were its endpoints' user space free: the kernel's
+    # work plus the router's user space; cpus / that = a ceiling in Gbit/s
+    floor = (float(kern) + float(ruser)) / gbit
+    cpu = (float(user) / gbit, float(kern) / gbit, float(idle) / (float(user) + float(kern) + float(idle)), floor, cpus / floor)
+    rows[label].append((float(g), float(frac), int(float(rtx)), cpu))
 names = {
     "ka-endpoint-base-ka": "base ka-endpoint -> base, KA",
     "ka-endpoint-ka": "ka-endpoint -> ka-endpoint, KA",
@@ -143,6 +168,9 @@ for key in ["ka-endpoint-base-ka", "ka-endpoint-ka", "ka-endpoint-tcp", "kernel-
     if key != "kernel-tcp":
         extra = f"  KA time {statistics.median(x[1] for x in v) * 100:.0f} %, retransmits {statistics.median(x[2] for x in v):.0f}"
     print(f"  {names[key]:38} {g / 1e6:8.1f} Mbit/s  (rounds: {per}){extra}")
+    u, k, i, f, c = (statistics.median(x[3][j] for x in v) for j in range(5))
+    print(f"  {'':38} CPU per Gbit: {u:.3f} s user + {k:.3f} s kernel = {u + k:.3f} s; idle {i * 100:.0f} %")
+    print(f"  {'':38} kernel + router user space: {f:.3f} s per Gbit, at most {c:.1f} Gbit/s on {os.cpu_count()} CPUs")
 med = {k: statistics.median(x[0] for x in v) for k, v in rows.items() if v}
 if "ka-endpoint-ka" in med and "kernel-tcp" in med:
     line = f"  KA / Linux {med['ka-endpoint-ka'] / med['kernel-tcp']:.2f}"
