@@ -118,8 +118,15 @@ ip link set "$DEV_A" netns "$NS_A"
 ip link set "$DEV_B" netns "$NS_B"
 ip -n "$NS_A" addr add "$ADDR_A/24" dev "$DEV_A"
 ip -n "$NS_B" addr add "$ADDR_B/24" dev "$DEV_B"
+# A device's kernel sends IPv6 (MLD, neighbour discovery) the moment it goes
+# up; the router would write that to the other device while it is still down
+# and count a write error. IPv6 stays off until both are up.
+v6() { ip netns exec "$NS_A" sysctl -qw "net.ipv6.conf.$DEV_A.disable_ipv6=$1"
+       ip netns exec "$NS_B" sysctl -qw "net.ipv6.conf.$DEV_B.disable_ipv6=$1"; }
+v6 1
 ip -n "$NS_A" link set "$DEV_A" mtu 1500 up
 ip -n "$NS_B" link set "$DEV_B" mtu 1500 up
+v6 0
 
 echo "testbed up: $NS_A ($ADDR_A) <-> ka-router (rate $RATE, delay $DELAY, queue $QUEUE) <-> $NS_B ($ADDR_B)" >&2
 if [[ ${#CMD[@]} -gt 0 ]]; then
