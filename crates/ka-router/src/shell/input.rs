@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use ka_io::offload::{CoalescingWriter, SegmentReader, Tso};
 use ka_io::pacing::{PollFd, PollFlags, wait_readable};
@@ -141,14 +142,17 @@ impl<I, O: Output> Output for Pair<I, O> {
 pub(crate) struct TunOutput {
     devices: [Arc<SyncDevice>; 2],
     writers: [CoalescingWriter; 2],
+    spares: Spares,
 }
 
 impl TunOutput {
-    /// Writes forward packets to `out_dev`, reverse ones to `in_dev`.
-    pub(crate) fn new(in_dev: Arc<SyncDevice>, out_dev: Arc<SyncDevice>) -> Self {
+    /// Writes forward packets to `out_dev`, reverse ones to `in_dev`, and
+    /// gives each written packet's buffer to `spares`.
+    pub(crate) fn new(in_dev: Arc<SyncDevice>, out_dev: Arc<SyncDevice>, spares: Spares) -> Self {
         Self {
             devices: [out_dev, in_dev],
             writers: [CoalescingWriter::new(), CoalescingWriter::new()],
+            spares,
         }
     }
 }
@@ -162,14 +166,23 @@ impl Output for TunOutput {
         }
     }
 
+    fn write_owned(&mut self, dir: Direction, packet: Vec<u8>) -> io::Result<usize> {
+        // `push` copies the packet into the coalescing buffers.
+        let r = self.write(dir, &packet);
+        self.spares.give(packet);
+        r
+    }
+
     fn write_gso(&mut self, dir: Direction, mut packet: Vec<u8>, gso: Gso) -> io::Result<usize> {
         let i = dir.index();
-        match (self.devices.get(i), self.writers.get_mut(i)) {
+        let r = match (self.devices.get(i), self.writers.get_mut(i)) {
             (Some(d), Some(w)) => w
                 .push_gso(d, &mut packet, gso.size())
                 .map(|_| gso.wire_len(packet.len())),
             _ => Err(io::Error::other("no device for this direction")),
-        }
+        };
+        self.spares.give(packet);
+        r
     }
 
     fn flush(&mut self, on_error: &mut dyn FnMut(Direction, io::Error)) {
@@ -188,6 +201,34 @@ impl Output for TunOutput {
 /// its [`Tso`]).
 type Pending = VecDeque<(Vec<u8>, Option<Tso>)>;
 
+/// Packet buffers that may wait on their way back from the writers to the
+/// reader ([`spare_buffers`]): at most this many, each of at most one
+/// packet's capacity ([`MAX_PACKET`]), 16 MiB in all.
+pub const SPARE_BUFFERS: usize = 256;
+
+/// The way written packets' buffers go back to [`TunInput`], which reads
+/// the next packets into them: without it every packet was a fresh
+/// allocation on the reading thread freed on a writing one, and at line
+/// rate glibc gave the pages back and faulted them in again (18 000 page
+/// faults a second in the router at 12 Gbit/s, PERFORMANCE.md). Bounded
+/// ([`SPARE_BUFFERS`]): a buffer that finds the way full is freed.
+pub(crate) fn spare_buffers() -> (Spares, Receiver<Vec<u8>>) {
+    let (tx, rx) = sync_channel(SPARE_BUFFERS);
+    (Spares(tx), rx)
+}
+
+/// The writers' end of [`spare_buffers`].
+#[derive(Clone, Debug)]
+pub(crate) struct Spares(SyncSender<Vec<u8>>);
+
+impl Spares {
+    /// Hands a written packet's buffer back (or frees it if the way is full
+    /// or the reader gone).
+    pub(crate) fn give(&self, buf: Vec<u8>) {
+        let _ = self.0.try_send(buf);
+    }
+}
+
 /// Both TUN devices, non-blocking: `in` carries forward packets, `out`
 /// reverse ones.
 pub(crate) struct TunInput {
@@ -205,6 +246,8 @@ pub(crate) struct TunInput {
     /// those not handed out yet wait here (at most one read's worth per
     /// device, [`ka_io::offload::BATCH`]).
     offload: Option<(SegmentReader, [Pending; 2])>,
+    /// Buffers of written packets, to read into ([`spare_buffers`]).
+    spares: Option<Receiver<Vec<u8>>>,
 }
 
 impl TunInput {
@@ -244,7 +287,15 @@ impl TunInput {
                 vec![0; MAX_PACKET]
             },
             offload: offload_mtu.map(|mtu| (SegmentReader::new(mtu), Default::default())),
+            spares: None,
         })
+    }
+
+    /// Reads into the buffers that come back through `spares` when there
+    /// are any ([`spare_buffers`]).
+    pub(crate) fn reuse(mut self, spares: Receiver<Vec<u8>>) -> Self {
+        self.spares = Some(spares);
+        self
     }
 
     /// One read from device `i`: the next packet, if any (a TCP
@@ -257,14 +308,16 @@ impl TunInput {
             if let Some(p) = q.pop_front() {
                 return Ok(Some(p));
             }
-            reader.read_whole(dev, |p, tso| q.push_back((p.to_vec(), tso)))?;
+            let spares = self.spares.as_ref();
+            reader.read_whole(dev, |p, tso| q.push_back((copy_into(spares, p), tso)))?;
             return Ok(q.pop_front());
         }
         let Some(mut dev) = self.devices.get(i) else {
             return Ok(None);
         };
         let n = dev.read(&mut self.buf)?;
-        Ok(Some((self.buf.get(..n).unwrap_or(&[]).to_vec(), None)))
+        let packet = copy_into(self.spares.as_ref(), self.buf.get(..n).unwrap_or(&[]));
+        Ok(Some((packet, None)))
     }
 
     /// Whether device `i` has packets of an earlier read waiting.
@@ -286,6 +339,18 @@ impl TunInput {
             }
             None => true,
         }
+    }
+}
+
+/// `packet` in a buffer that came back from the writers, or in a new one.
+fn copy_into(spares: Option<&Receiver<Vec<u8>>>, packet: &[u8]) -> Vec<u8> {
+    match spares.and_then(|r| r.try_recv().ok()) {
+        Some(mut buf) => {
+            buf.clear();
+            buf.extend_from_slice(packet);
+            buf
+        }
+        None => packet.to_vec(),
     }
 }
 
@@ -433,5 +498,38 @@ impl Input for ChannelInput {
 
     fn closed(&self) -> bool {
         self.closed && self.pending.is_none()
+    }
+}
+
+#[cfg(test)]
+mod spare_tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_is_read_into_a_buffer_that_came_back() {
+        let (spares, returned) = spare_buffers();
+        let old = vec![7u8; MAX_PACKET];
+        let ptr = old.as_ptr();
+        spares.give(old);
+        let p = copy_into(Some(&returned), &[1, 2, 3]);
+        assert_eq!(p, [1, 2, 3]);
+        assert_eq!(p.as_ptr(), ptr, "the spare buffer, not a new one");
+        assert!(p.capacity() >= MAX_PACKET);
+        // None left: a new buffer of the packet's size.
+        let q = copy_into(Some(&returned), &[4; 10]);
+        assert_eq!(q, [4; 10]);
+        assert!(q.capacity() < MAX_PACKET);
+    }
+
+    #[test]
+    fn the_way_back_holds_at_most_spare_buffers() {
+        let (spares, returned) = spare_buffers();
+        for _ in 0..SPARE_BUFFERS + 10 {
+            spares.give(vec![0; 16]);
+        }
+        assert_eq!(returned.try_iter().count(), SPARE_BUFFERS);
+        // A reader that is gone makes giving a no-op, not an error.
+        drop(returned);
+        spares.give(vec![0; 16]);
     }
 }

@@ -20,7 +20,9 @@
 //! at most [`BATCH`] packets (a full round is handed over at once). Write
 //! errors come back over a channel the forwarding thread empties every
 //! round, so at most the errors of the rounds in flight wait there; emptied
-//! batches come back for reuse, no more than are in circulation.
+//! batches come back for reuse, no more than are in circulation, and the
+//! written packets' buffers go back to the reader
+//! ([`super::input::spare_buffers`], bounded).
 
 use std::io;
 use std::sync::Arc;
@@ -30,7 +32,7 @@ use std::thread::JoinHandle;
 use ka_io::offload::{BATCH, CoalescingWriter};
 use tun_rs::SyncDevice;
 
-use super::input::Output;
+use super::input::{Output, Spares};
 use super::stats::Direction;
 use crate::gso::Gso;
 
@@ -63,6 +65,7 @@ impl WriterThreads {
         in_dev: Arc<SyncDevice>,
         out_dev: Arc<SyncDevice>,
         offload: bool,
+        spares: &Spares,
     ) -> io::Result<Self> {
         let (err_tx, errors) = channel();
         let (back_tx, recycled) = channel();
@@ -74,10 +77,10 @@ impl WriterThreads {
                 Direction::Reverse => in_dev.clone(),
             };
             let (t, rx) = sync_channel::<Batch>(QUEUE);
-            let (err_tx, back_tx) = (err_tx.clone(), back_tx.clone());
+            let (err_tx, back_tx, spares) = (err_tx.clone(), back_tx.clone(), spares.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("ka-write-{}", dir.label()))
-                .spawn(move || writer(dir, &dev, offload, &rx, &err_tx, &back_tx))?;
+                .spawn(move || writer(dir, &dev, offload, &rx, &err_tx, &back_tx, &spares))?;
             threads.push(handle);
             if let Some(slot) = tx.get_mut(dir.index()) {
                 *slot = Some(t);
@@ -181,6 +184,7 @@ fn writer(
     rx: &Receiver<Batch>,
     errors: &Sender<(Direction, io::Error)>,
     back: &Sender<Batch>,
+    spares: &Spares,
 ) {
     let mut coalescing = CoalescingWriter::new();
     while let Ok(mut batch) = rx.recv() {
@@ -197,8 +201,11 @@ fn writer(
         if offload && let Err(e) = coalescing.flush(dev) {
             let _ = errors.send((dir, e));
         }
-        // The packets are freed here; the emptied batch goes back for reuse.
-        batch.clear();
+        // The packets' buffers go back to the reader, the emptied batch to
+        // the forwarding thread.
+        for (p, _) in batch.drain(..) {
+            spares.give(p);
+        }
         let _ = back.send(batch);
     }
 }

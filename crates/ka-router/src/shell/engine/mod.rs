@@ -50,7 +50,7 @@ use ka_io::tun::{KernelDrops, TunOptions, open_tun};
 use tokio::net::TcpListener;
 
 use super::forwarder::{Arrivals, Forwarder};
-use super::input::{Input, Output, Pair, TunInput, TunOutput};
+use super::input::{Input, Output, Pair, TunInput, TunOutput, spare_buffers};
 use super::metrics::serve_metrics;
 use super::pcap::{DEFAULT_RECORDER_CAPACITY, PcapHandle, PcapRecorder, PcapSink, wall_clock};
 use super::stamplog::{DEFAULT_STAMP_LOG_CAPACITY, StampLog, StampLogHandle, leading_fragment};
@@ -192,19 +192,21 @@ where
                     write_threads = cfg.write_threads,
                     "attached to TUN devices"
                 );
+                let (spares, returned) = spare_buffers();
                 let input = if cfg.tun.offload {
                     TunInput::with_offload(in_dev.clone(), out_dev.clone(), cfg.tun.mtu)?
                 } else {
                     TunInput::with_devices(in_dev.clone(), out_dev.clone(), None)?
-                };
+                }
+                .reuse(returned);
                 if cfg.write_threads {
-                    let output = WriterThreads::spawn(in_dev, out_dev, cfg.tun.offload)?;
+                    let output = WriterThreads::spawn(in_dev, out_dev, cfg.tun.offload, &spares)?;
                     let io = Pair { input, output };
                     return serve(cfg, io, kernel_drops, make, shutdown).await;
                 }
                 let io = Pair {
                     input,
-                    output: TunOutput::new(in_dev, out_dev),
+                    output: TunOutput::new(in_dev, out_dev, spares),
                 };
                 return serve(cfg, io, kernel_drops, make, shutdown).await;
             }
