@@ -30,9 +30,12 @@
 # FIN acknowledged) and, for the kernel, bytes / (connect → receiver EOF);
 # medians over the rounds. Beside it, the whole machine's CPU over each flow
 # (from /proc/stat, all processes and the kernel): CPU-seconds per gigabit
-# moved, split into user space and kernel (system + irq + softirq), and the
-# share of CPU time left idle — where the two paths spend the machine. Wall-clock and host-dependent: on a shared 2-CPU
-# box the two endpoints, the router and the kernels compete for CPUs.
+# moved, split into user space and kernel (system + irq + softirq), the
+# share of CPU time left idle, and the ceiling that the kernel's work plus
+# the router's user space leave on the host's CPUs (the path's speed were
+# the endpoints' own user space free). Wall-clock and host-dependent: on a
+# shared 2-CPU box the two endpoints, the router and the kernels compete
+# for CPUs.
 # Needs root and python3. Not a test.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/cli.sh"
@@ -147,7 +150,10 @@ for line in open(sys.argv[1]):
     # the path's cost were its endpoints' user space free: the kernel's
     # work plus the router's user space; cpus / that = a ceiling in Gbit/s
     floor = (float(kern) + float(ruser)) / gbit
-    cpu = (float(user) / gbit, float(kern) / gbit, float(idle) / (float(user) + float(kern) + float(idle)), floor, cpus / floor)
+    ticks = float(user) + float(kern) + float(idle)
+    # a flow shorter than a clock tick may read no CPU time at all
+    cpu = (float(user) / gbit, float(kern) / gbit, float(idle) / ticks if ticks else 0.0,
+           floor, cpus / floor if floor else float("inf"))
     rows[label].append((float(g), float(frac), int(float(rtx)), cpu))
 names = {
     "ka-endpoint-base-ka": "base ka-endpoint -> base, KA",

@@ -209,8 +209,9 @@ pub const SPARE_BUFFERS: usize = 256;
 /// The way written packets' buffers go back to [`TunInput`], which reads
 /// the next packets into them: without it every packet was a fresh
 /// allocation on the reading thread freed on a writing one, and at line
-/// rate glibc gave the pages back and faulted them in again (18 000 page
-/// faults a second in the router at 12 Gbit/s, PERFORMANCE.md). Bounded
+/// rate glibc gave the pages back and faulted them in again (up to 18 000
+/// page faults a second in the router: docs/PERFORMANCE.md, "Written
+/// packets' buffers go back to the reader"). Bounded
 /// ([`SPARE_BUFFERS`]): a buffer that finds the way full is freed.
 pub(crate) fn spare_buffers() -> (Spares, Receiver<Vec<u8>>) {
     let (tx, rx) = sync_channel(SPARE_BUFFERS);
