@@ -248,3 +248,58 @@ fn dithering_makes_the_average_paced_rate_r() {
     // R exactly on a code: never the next one.
     assert!(dithered(true, lo).iter().all(|&l| l == lo_code.len()));
 }
+
+/// Leading-fragment lengths out of a dithered port at rate `rate` for
+/// 2000 packets 1 ms apart, every other one with DF set (a legacy flow's
+/// packets interleaved with a KA flow's).
+fn dithered_beside_df(rate: f64) -> (Vec<usize>, u64) {
+    let t0 = Instant::now();
+    let mut c = PortConfig::new(100_000_000);
+    c.dither = true;
+    let rec = Recorder {
+        rate,
+        ..Recorder::default()
+    };
+    let mut port = Port::with_controller(c, Box::new(rec), t0);
+    let mut pieces = Vec::new();
+    let payload: Vec<u8> = (0..1480).map(|i| (i * 7 + 3) as u8).collect();
+    for i in 0..2000u16 {
+        let now = t0 + Duration::from_millis(u64::from(i));
+        while let Some(t) = port.poll_timeout().filter(|&t| t <= now) {
+            while let Some(p) = port.poll_transmit(t) {
+                pieces.push(p);
+            }
+        }
+        let df = i % 2 == 0;
+        port.push(now, common::ipv4(&payload, &[], df, false, 0, i, 64, 17));
+    }
+    while let Some(t) = port.poll_timeout() {
+        while let Some(p) = port.poll_transmit(t) {
+            pieces.push(p);
+        }
+    }
+    let lens = leading_lengths(&pieces);
+    (lens, port.snapshot().counters.dithered_up)
+}
+
+/// Packets that leave unstamped (here DF set) take no step of the
+/// dither: the stamped packets between them still get the next code up
+/// on the fraction p that makes their paced rate R. Counting the DF-set
+/// packets, at p = ½ every stamped packet got the code up.
+#[test]
+fn unstamped_packets_do_not_bias_the_dither() {
+    let scale = Scale::PAPER;
+    let lo_code = scale.encode(2400.0).unwrap();
+    let hi_code = scale.next_code(lo_code).unwrap();
+    let (lo, hi) = (scale.decode(lo_code), scale.decode(hi_code));
+    for frac in [0.3, 0.5] {
+        let r = lo + frac * (hi - lo);
+        let (lens, dithered_up) = dithered_beside_df(r);
+        assert_eq!(lens.len(), 1000, "the DF-clear half is stamped");
+        let ups = lens.iter().filter(|&&l| l == hi_code.len()).count();
+        let want = (1.0 / lo - 1.0 / r) / (1.0 / lo - 1.0 / hi);
+        let up = ups as f64 / lens.len() as f64;
+        assert!((up - want).abs() < 0.002, "R at {frac}: {up} vs {want}");
+        assert_eq!(dithered_up, ups as u64, "the counter counts codes sent");
+    }
+}

@@ -519,6 +519,14 @@ impl RateSignal {
                     (Some(_), Some(tb)) => tb.decode(code),
                     _ => 0.0,
                 };
+                // The dither's state before this packet: a packet that
+                // leaves unstamped (DF set, no room, not IP) carries no
+                // code, and must not use up a step of the sigma-delta
+                // (DESIGN §3.4, "Dithering"); else the stamped packets between such
+                // packets see a biased share of the next code up (with
+                // DF-set and stamped packets alternating at p = ½, every
+                // stamped one got the code up).
+                let undo = (self.dither_acc, counters.dithered_up);
                 let code = if self.config.dither {
                     self.dither(code, r, counters)
                 } else {
@@ -542,7 +550,10 @@ impl RateSignal {
                         }
                         s
                     }
-                    _ => return (packet, None),
+                    _ => {
+                        (self.dither_acc, counters.dithered_up) = undo;
+                        return (packet, None);
+                    }
                 };
                 match stamped {
                     Stamped::Split(..) => {
@@ -551,8 +562,12 @@ impl RateSignal {
                             table.signalled(t, &key, told);
                         }
                     }
-                    Stamped::Untouched(_, Skip::Unparsable) => counters.unstampable += 1,
-                    Stamped::Untouched(..) => {}
+                    Stamped::Untouched(_, skip) => {
+                        (self.dither_acc, counters.dithered_up) = undo;
+                        if skip == Skip::Unparsable {
+                            counters.unstampable += 1;
+                        }
+                    }
                 }
                 stamped.into_pieces()
             }
