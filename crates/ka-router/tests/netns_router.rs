@@ -151,6 +151,14 @@ fn kernel_tcp_through_ka_router_gets_fragment_signals() {
         exit.stdout
     );
     eprintln!("{}", exit.stdout.trim());
+    // Nothing was written to a device that was still down (the testbed
+    // brings IPv6 up only once both devices are).
+    assert!(
+        exit.stdout.matches("write errors 0,").count() == 2,
+        "write errors: {}\n{}",
+        exit.stdout,
+        exit.stderr
+    );
 
     let caps = netns_common::read_pcap(&pcap);
     let fwd = forward_packets(&caps);

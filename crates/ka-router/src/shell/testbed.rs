@@ -165,6 +165,11 @@ impl Testbed {
             ip(&["netns", "add", ns])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
             ip(&["tuntap", "add", "dev", dev, "mode", "tun"])?;
+            // No IPv6 from the root namespace's kernel while the router
+            // holds the device there: moving it into its namespace takes it
+            // down, and a packet the router is writing then fails (EIO).
+            // Best effort: a kernel without IPv6 has no such file.
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
         }
         Ok(tb)
     }
@@ -233,18 +238,33 @@ impl Testbed {
     }
 
     /// Move each device into its namespace, address it and bring it up.
+    ///
+    /// IPv6 stays off on both devices until both are up: a device's kernel
+    /// sends IPv6 (MLD, neighbour discovery) the moment it goes up, and the
+    /// router would write that to the other device while it is still down
+    /// (`EIO`, counted as a write error).
     pub fn wire(&mut self) -> io::Result<()> {
-        for side in [Side::A, Side::B] {
-            let (ns, dev) = match side {
-                Side::A => (&self.ns_a, &self.dev_a),
-                Side::B => (&self.ns_b, &self.dev_b),
-            };
-            let addr = format!("{}/{PREFIX_LEN}", self.addr(side));
+        let sides = [
+            (Side::A, self.ns_a.clone(), self.dev_a.clone()),
+            (Side::B, self.ns_b.clone(), self.dev_b.clone()),
+        ];
+        for (side, ns, dev) in &sides {
+            let addr = format!("{}/{PREFIX_LEN}", self.addr(*side));
             ip(&["link", "set", dev, "netns", ns])?;
             ip(&["-n", ns, "addr", "add", &addr, "dev", dev])?;
+        }
+        let ipv6 = |on: bool| -> io::Result<()> {
+            for (side, _, dev) in &sides {
+                let key = format!("net.ipv6.conf.{dev}.disable_ipv6");
+                self.sysctl(*side, &key, if on { "0" } else { "1" })?;
+            }
+            Ok(())
+        };
+        ipv6(false)?;
+        for (_, ns, dev) in &sides {
             ip(&["-n", ns, "link", "set", dev, "mtu", "1500", "up"])?;
         }
-        Ok(())
+        ipv6(true)
     }
 
     /// A command that runs `program` inside `side`'s namespace
