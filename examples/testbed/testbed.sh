@@ -95,7 +95,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 netns_add "$NS_A" "$NS_B"
-for dev in "$DEV_A" "$DEV_B"; do ip tuntap add dev "$dev" mode tun; done
+# No IPv6 from the root namespace's kernel while the router holds the
+# devices here: moving one into its namespace takes it down, and a packet
+# being written to it then fails. (No such file without IPv6: ignored.)
+for dev in "$DEV_A" "$DEV_B"; do
+    ip tuntap add dev "$dev" mode tun
+    sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1" 2>/dev/null || true
+done
 
 args=(--in "$DEV_A" --out "$DEV_B" --rate "$RATE" --delay "$DELAY" --queue "$QUEUE")
 [[ -n "$REVERSE_RATE" ]] && args+=(--reverse-rate "$REVERSE_RATE")
