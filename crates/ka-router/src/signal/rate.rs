@@ -522,10 +522,10 @@ impl RateSignal {
                 // The dither's state before this packet: a packet that
                 // leaves unstamped (DF set, no room, not IP) carries no
                 // code, and must not use up a step of the sigma-delta
-                // (DESIGN §3.4, "Dithering"); else the stamped packets between such
-                // packets see a biased share of the next code up (with
-                // DF-set and stamped packets alternating at p = ½, every
-                // stamped one got the code up).
+                // (DESIGN §3.4, "Dithering"); else the stamped packets
+                // between such packets see a biased share of the next code
+                // up (with DF-set and stamped packets alternating at
+                // p = ½, every stamped one got the code up).
                 let undo = (self.dither_acc, counters.dithered_up);
                 let code = if self.config.dither {
                     self.dither(code, r, counters)
