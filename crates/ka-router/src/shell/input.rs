@@ -348,6 +348,9 @@ fn copy_into(spares: Option<&Receiver<Vec<u8>>>, packet: &[u8]) -> Vec<u8> {
     match spares.and_then(|r| r.try_recv().ok()) {
         Some(mut buf) => {
             buf.clear();
+            // Grown to the packet exactly, not doubled: a buffer on the way
+            // back stays within one packet's capacity ([`SPARE_BUFFERS`]).
+            buf.reserve_exact(packet.len());
             buf.extend_from_slice(packet);
             buf
         }
@@ -520,6 +523,15 @@ mod spare_tests {
         let q = copy_into(Some(&returned), &[4; 10]);
         assert_eq!(q, [4; 10]);
         assert!(q.capacity() < MAX_PACKET);
+    }
+
+    #[test]
+    fn a_spare_too_small_grows_to_the_packet_not_beyond() {
+        let (spares, returned) = spare_buffers();
+        spares.give(Vec::with_capacity(MAX_PACKET * 2 / 3));
+        let p = copy_into(Some(&returned), &vec![5u8; MAX_PACKET]);
+        assert_eq!(p.len(), MAX_PACKET);
+        assert!(p.capacity() <= MAX_PACKET, "capacity {}", p.capacity());
     }
 
     #[test]
