@@ -193,15 +193,29 @@ fn leading_lengths(pieces: &[Vec<u8>]) -> Vec<usize> {
         .collect()
 }
 
-fn dithered(dither: bool, rate: f64) -> Vec<usize> {
-    let t0 = Instant::now();
+/// A 100 Mbit/s port whose controller holds R at `rate`, dither on or off.
+fn fixed_rate_port(dither: bool, rate: f64, t0: Instant) -> Port {
     let mut c = PortConfig::new(100_000_000);
     c.dither = dither;
     let rec = Recorder {
         rate,
         ..Recorder::default()
     };
-    let mut port = Port::with_controller(c, Box::new(rec), t0);
+    Port::with_controller(c, Box::new(rec), t0)
+}
+
+/// Everything `port` still holds, sent.
+fn drain(port: &mut Port, pieces: &mut Vec<Vec<u8>>) {
+    while let Some(t) = port.poll_timeout() {
+        while let Some(p) = port.poll_transmit(t) {
+            pieces.push(p);
+        }
+    }
+}
+
+fn dithered(dither: bool, rate: f64) -> Vec<usize> {
+    let t0 = Instant::now();
+    let mut port = fixed_rate_port(dither, rate, t0);
     // 2000 packets 1 ms apart: 12 % load, never a queue.
     let mut pieces = run(
         &mut port,
@@ -210,11 +224,7 @@ fn dithered(dither: bool, rate: f64) -> Vec<usize> {
         Duration::from_millis(1),
         Duration::from_secs(2),
     );
-    while let Some(t) = port.poll_timeout() {
-        while let Some(p) = port.poll_transmit(t) {
-            pieces.push(p);
-        }
-    }
+    drain(&mut port, &mut pieces);
     let lens = leading_lengths(&pieces);
     assert_eq!(lens.len(), 2000);
     lens
@@ -254,13 +264,7 @@ fn dithering_makes_the_average_paced_rate_r() {
 /// packets interleaved with a KA flow's).
 fn dithered_beside_df(rate: f64) -> (Vec<usize>, u64) {
     let t0 = Instant::now();
-    let mut c = PortConfig::new(100_000_000);
-    c.dither = true;
-    let rec = Recorder {
-        rate,
-        ..Recorder::default()
-    };
-    let mut port = Port::with_controller(c, Box::new(rec), t0);
+    let mut port = fixed_rate_port(true, rate, t0);
     let mut pieces = Vec::new();
     let payload: Vec<u8> = (0..1480).map(|i| (i * 7 + 3) as u8).collect();
     for i in 0..2000u16 {
@@ -273,11 +277,7 @@ fn dithered_beside_df(rate: f64) -> (Vec<usize>, u64) {
         let df = i % 2 == 0;
         port.push(now, common::ipv4(&payload, &[], df, false, 0, i, 64, 17));
     }
-    while let Some(t) = port.poll_timeout() {
-        while let Some(p) = port.poll_transmit(t) {
-            pieces.push(p);
-        }
-    }
+    drain(&mut port, &mut pieces);
     let lens = leading_lengths(&pieces);
     (lens, port.snapshot().counters.dithered_up)
 }
